@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Volley needs, and only those that are missing.
+# Idempotent: on a machine that has everything it prints one line and exits 0.
+set -euo pipefail
+
+required=(
+  cmake ninja-build g++ make pkg-config
+  libboost1.81-dev libssl-dev libspdlog-dev libfmt-dev libcli11-dev
+  libgtest-dev libbenchmark-dev
+  python3-matplotlib
+  # clang and its runtime build the libFuzzer targets; iproute2 and util-linux
+  # (taskset) are used by benchmark scripts.
+  clang libclang-rt-14-dev util-linux
+)
+
+missing=()
+for pkg in "${required[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#required[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: missing: ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO=sudo
+  else
+    echo "install-deps: error: installing packages needs root. Run as root:" >&2
+    echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+else
+  SUDO=
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine may have empty package lists; update before installing.
+$SUDO apt-get update -qq
+$SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+echo "install-deps: installed ${#missing[@]} package(s)"

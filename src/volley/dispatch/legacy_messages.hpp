@@ -1,0 +1,57 @@
+#pragma once
+// The C++11-style dispatch of the seed experiment, kept as a benchmark baseline:
+// every frame is copied into a heap-allocated polymorphic message and its type is
+// recovered with dynamic_cast. Do not use it for anything else.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <volley/dispatch/views.hpp>
+#include <volley/wire/gnb.hpp>
+
+namespace volley::dispatch::legacy {
+
+struct Message {
+  explicit Message(std::span<const std::byte> b) : body(b.begin(), b.end()) {}
+  virtual ~Message();
+  std::vector<std::byte> body;
+};
+struct ControlMessage final : Message {
+  using Message::Message;
+};
+struct AckMessage final : Message {
+  using Message::Message;
+};
+struct NackMessage final : Message {
+  using Message::Message;
+};
+struct AckChecksumMessage final : Message {
+  using Message::Message;
+};
+struct DataMessage final : Message {
+  using Message::Message;
+};
+
+std::unique_ptr<Message> make_message(const wire::gnb::Frame& frame);
+
+// Calls handler(view) for the message's dynamic type, the same views the variant
+// path produces, so both paths do the same work after dispatch.
+template <class Handler>
+void dispatch(const Message& m, Handler&& handler) {
+  using wire::load_u16_be;
+  using wire::load_u32_be;
+  const std::byte* b = m.body.data();
+  if (dynamic_cast<const ControlMessage*>(&m) != nullptr) {
+    handler(ControlView{load_u32_be(b), m.body});
+  } else if (dynamic_cast<const AckMessage*>(&m) != nullptr) {
+    handler(AckView{load_u32_be(b)});
+  } else if (dynamic_cast<const NackMessage*>(&m) != nullptr) {
+    handler(NackView{load_u32_be(b), load_u16_be(b + 4)});
+  } else if (dynamic_cast<const AckChecksumMessage*>(&m) != nullptr) {
+    handler(AckChecksumView{load_u32_be(b), load_u32_be(b + 4)});
+  } else if (dynamic_cast<const DataMessage*>(&m) != nullptr) {
+    handler(DataView{m.body});
+  }
+}
+
+}  // namespace volley::dispatch::legacy

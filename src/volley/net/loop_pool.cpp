@@ -1,0 +1,57 @@
+#include <volley/net/loop_pool.hpp>
+
+#include <spdlog/spdlog.h>
+
+namespace volley::net {
+
+LoopPool::LoopPool(std::size_t threads) {
+  if (threads == 0) threads = 1;
+  loops_.reserve(threads);
+  guards_.reserve(threads);
+  for (std::size_t i = 0; i < threads; ++i) {
+    // Concurrency hint 1: each context is run by one thread, so Asio can skip locking.
+    loops_.push_back(std::make_unique<boost::asio::io_context>(1));
+    guards_.push_back(boost::asio::make_work_guard(*loops_.back()));
+  }
+}
+
+LoopPool::~LoopPool() {
+  stop();
+  join();
+}
+
+std::size_t LoopPool::next_index() noexcept {
+  const std::size_t i = next_;
+  next_ = (next_ + 1) % loops_.size();
+  return i;
+}
+
+void LoopPool::start() {
+  for (auto& loop : loops_) {
+    threads_.emplace_back([ctx = loop.get()] {
+      try {
+        ctx->run();
+      } catch (const std::exception& e) {
+        // A handler that throws is a bug; say so rather than let the thread die silently.
+        spdlog::critical("event loop stopped by an exception: {}", e.what());
+        throw;
+      }
+    });
+  }
+}
+
+void LoopPool::release() {
+  for (auto& g : guards_) g.reset();
+}
+
+void LoopPool::stop() noexcept {
+  for (auto& loop : loops_) loop->stop();
+}
+
+void LoopPool::join() {
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+}  // namespace volley::net

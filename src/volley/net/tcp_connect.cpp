@@ -1,0 +1,47 @@
+#include <volley/net/tcp_connect.hpp>
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <boost/asio/ip/address.hpp>
+
+namespace volley::net {
+
+namespace asio = boost::asio;
+
+asio::ip::tcp::socket connect_tcp(asio::io_context& loop, const std::string& host, std::uint16_t port,
+                                  std::chrono::milliseconds timeout, boost::system::error_code& ec) {
+  asio::ip::tcp::resolver resolver(loop);
+  const auto results = resolver.resolve(host, std::to_string(port), asio::ip::tcp::resolver::numeric_service, ec);
+  asio::ip::tcp::socket socket(loop);
+  if (ec) return socket;
+  for (const auto& entry : results) {
+    socket.close(ec);
+    socket.open(entry.endpoint().protocol(), ec);
+    if (ec) continue;
+    socket.non_blocking(true, ec);
+    socket.connect(entry.endpoint(), ec);
+    if (ec == asio::error::in_progress || ec == asio::error::would_block) {
+      pollfd pfd{socket.native_handle(), POLLOUT, 0};
+      const int ready = ::poll(&pfd, 1, static_cast<int>(timeout.count()));
+      if (ready == 0) {
+        ec = asio::error::timed_out;
+        continue;
+      }
+      int so_error = 0;
+      socklen_t len = sizeof so_error;
+      ::getsockopt(socket.native_handle(), SOL_SOCKET, SO_ERROR, &so_error, &len);
+      ec = so_error == 0 ? boost::system::error_code{}
+                         : boost::system::error_code(so_error, boost::system::system_category());
+    }
+    if (!ec) {
+      socket.set_option(asio::ip::tcp::no_delay(true), ec);
+      return socket;
+    }
+  }
+  boost::system::error_code ignored;
+  socket.close(ignored);
+  return socket;
+}
+
+}  // namespace volley::net

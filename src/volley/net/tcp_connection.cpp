@@ -1,0 +1,139 @@
+#include <volley/net/tcp_connection.hpp>
+
+#include <boost/asio/write.hpp>
+#include <spdlog/spdlog.h>
+
+namespace volley::net {
+
+namespace asio = boost::asio;
+
+const char* to_string(CloseReason::Kind kind) noexcept {
+  switch (kind) {
+    case CloseReason::Kind::peer_closed: return "peer closed";
+    case CloseReason::Kind::io_error: return "i/o error";
+    case CloseReason::Kind::protocol_error: return "protocol error";
+    case CloseReason::Kind::local_close: return "closed locally";
+    case CloseReason::Kind::shutdown: return "shutdown";
+  }
+  return "?";
+}
+
+TcpConnection::TcpConnection(asio::ip::tcp::socket socket, std::unique_ptr<StreamHandler> handler)
+    : socket_(std::move(socket)), linger_timer_(socket_.get_executor()), handler_(std::move(handler)) {
+  boost::system::error_code ec;
+  remote_ = socket_.remote_endpoint(ec);
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+}
+
+void TcpConnection::start() { do_read(); }
+
+void TcpConnection::do_read() {
+  const std::span<std::byte> buf = handler_->read_buffer();
+  socket_.async_read_some(asio::buffer(buf.data(), buf.size()),
+                          [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                            self->on_read(ec, n);
+                          });
+}
+
+void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) {
+  if (state_ == State::closed) return;
+  if (ec) {
+    if (ec == asio::error::eof) {
+      peer_eof_ = true;
+      // After our FIN the peer's FIN completes a graceful close; before it, the
+      // peer hung up first: flush what is queued, then close.
+      if (state_ == State::half_closed) return finish(std::move(pending_reason_));
+      if (state_ == State::open) pending_reason_ = {CloseReason::Kind::peer_closed, {}};
+      if (queue_.queued_bytes() == 0) return finish(std::move(pending_reason_));
+      state_ = State::flushing;
+      return;
+    }
+    if (ec == asio::error::operation_aborted) return;
+    return finish({CloseReason::Kind::io_error, ec.message()});
+  }
+  if (state_ == State::open) {
+    in_read_callback_ = true;
+    handler_->on_data(*this, n);
+    in_read_callback_ = false;
+    if (state_ == State::closed) return;
+    if (queue_.has_pending() && !queue_.in_flight()) flush();
+  }
+  // Input after close() is read and dropped, so the peer's FIN can still arrive.
+  if (state_ != State::closed) do_read();
+}
+
+bool TcpConnection::send(std::span<const std::byte> bytes) {
+  if (state_ != State::open) return false;
+  queue_.append(bytes);
+  if (!in_read_callback_ && !queue_.in_flight()) flush();
+  return true;
+}
+
+bool TcpConnection::send_borrowed(std::span<const std::byte> bytes) {
+  if (state_ != State::open) return false;
+  queue_.append_borrowed(bytes);
+  if (!in_read_callback_ && !queue_.in_flight()) flush();
+  return true;
+}
+
+void TcpConnection::flush() {
+  const auto segments = queue_.start_batch();
+  gather_.clear();
+  for (const auto& s : segments) gather_.emplace_back(s.data(), s.size());
+  asio::async_write(socket_, gather_,
+                    [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                      self->on_write(ec, n);
+                    });
+}
+
+void TcpConnection::on_write(const boost::system::error_code& ec, std::size_t /*n*/) {
+  if (state_ == State::closed) return;
+  if (ec) return finish({CloseReason::Kind::io_error, ec.message()});
+  const std::size_t written = queue_.finish_batch();
+  handler_->on_written(*this, written);
+  if (state_ == State::closed) return;
+  if (queue_.has_pending()) return flush();
+  if (state_ == State::flushing) half_close();
+}
+
+void TcpConnection::close(CloseReason reason) {
+  if (state_ != State::open) return;
+  pending_reason_ = std::move(reason);
+  state_ = State::flushing;
+  if (!queue_.in_flight()) {
+    if (queue_.has_pending()) {
+      flush();
+    } else {
+      half_close();
+    }
+  }
+}
+
+void TcpConnection::half_close() {
+  if (peer_eof_) return finish(std::move(pending_reason_));  // the peer's FIN already came
+  state_ = State::half_closed;
+  boost::system::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  linger_timer_.expires_after(kLingerTimeout);
+  linger_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (!ec && self->state_ == State::half_closed) self->finish(std::move(self->pending_reason_));
+  });
+}
+
+void TcpConnection::abort(CloseReason reason) {
+  if (state_ == State::closed) return;
+  finish(std::move(reason));
+}
+
+void TcpConnection::finish(CloseReason reason) {
+  if (state_ == State::closed) return;
+  state_ = State::closed;
+  boost::system::error_code ignored;
+  linger_timer_.cancel();
+  socket_.close(ignored);
+  queue_.clear();
+  handler_->on_close(*this, reason);
+  if (close_observer_) close_observer_(*this);
+}
+
+}  // namespace volley::net

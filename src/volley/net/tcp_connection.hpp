@@ -1,0 +1,97 @@
+#pragma once
+// One TCP connection on one loop: a read loop that hands bytes to a
+// StreamHandler (the protocol), and a WriteQueue flushed by gather writes.
+// Every member function must be called on the connection's loop.
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <volley/net/write_queue.hpp>
+
+namespace volley::net {
+
+struct CloseReason {
+  enum class Kind { peer_closed, io_error, protocol_error, local_close, shutdown };
+  Kind kind = Kind::local_close;
+  std::string detail;
+};
+const char* to_string(CloseReason::Kind kind) noexcept;
+
+class TcpConnection;
+
+// The protocol side of a connection.
+class StreamHandler {
+ public:
+  virtual ~StreamHandler() = default;
+  // Where the next read lands; the handler owns that memory.
+  virtual std::span<std::byte> read_buffer() = 0;
+  // `n` bytes landed at the start of the last read_buffer(). Sends made here are
+  // held back and flushed together when it returns.
+  virtual void on_data(TcpConnection& connection, std::size_t n) = 0;
+  // A gather write finished: `bytes` more of what was queued reached the kernel.
+  virtual void on_written(TcpConnection& /*connection*/, std::size_t /*bytes*/) {}
+  // Called exactly once, when the connection is finished.
+  virtual void on_close(TcpConnection& connection, const CloseReason& reason) = 0;
+};
+
+class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
+ public:
+  // How long a graceful close waits for the peer's end of stream after flushing.
+  static constexpr std::chrono::milliseconds kLingerTimeout{2000};
+
+  TcpConnection(boost::asio::ip::tcp::socket socket, std::unique_ptr<StreamHandler> handler);
+  TcpConnection(const TcpConnection&) = delete;
+  TcpConnection& operator=(const TcpConnection&) = delete;
+
+  void start();
+
+  // Queue bytes for the peer (copied, or borrowed: see WriteQueue). Returns false
+  // once the connection is closing: nothing is queued then.
+  bool send(std::span<const std::byte> bytes);
+  bool send_borrowed(std::span<const std::byte> bytes);
+
+  // Graceful: stop taking input, flush what is queued, send FIN, wait for the
+  // peer's FIN (bounded by kLingerTimeout), then close.
+  void close(CloseReason reason);
+  // Immediate: drop what is queued and close the socket.
+  void abort(CloseReason reason);
+
+  bool open() const noexcept { return state_ == State::open; }
+  std::size_t queued_bytes() const noexcept { return queue_.queued_bytes(); }
+  const boost::asio::ip::tcp::endpoint& remote_endpoint() const noexcept { return remote_; }
+  StreamHandler& handler() noexcept { return *handler_; }
+  // Runs after the handler's on_close; the owner uses it to forget the connection.
+  void set_close_observer(std::function<void(TcpConnection&)> observer) { close_observer_ = std::move(observer); }
+
+ private:
+  enum class State { open, flushing, half_closed, closed };
+
+  void do_read();
+  void on_read(const boost::system::error_code& ec, std::size_t n);
+  void flush();
+  void on_write(const boost::system::error_code& ec, std::size_t n);
+  void half_close();
+  void finish(CloseReason reason);
+
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer linger_timer_;
+  std::unique_ptr<StreamHandler> handler_;
+  boost::asio::ip::tcp::endpoint remote_;
+  WriteQueue queue_;
+  std::vector<boost::asio::const_buffer> gather_;
+  State state_ = State::open;
+  bool in_read_callback_ = false;
+  bool peer_eof_ = false;
+  CloseReason pending_reason_;
+  std::function<void(TcpConnection&)> close_observer_;
+};
+
+}  // namespace volley::net

@@ -1,0 +1,47 @@
+#pragma once
+// The acceptor side of the one-loop-per-thread model: it accepts on its own
+// loop and hands each new connection to the next worker loop, round-robin.
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <volley/net/loop_pool.hpp>
+#include <volley/net/tcp_connection.hpp>
+
+namespace volley::net {
+
+class TcpServer {
+ public:
+  // Makes the protocol handler of a new connection; runs on the worker loop
+  // `worker` the connection will live on.
+  using HandlerFactory = std::function<std::unique_ptr<StreamHandler>(std::size_t worker)>;
+
+  // Binds and listens at once: a taken port fails here (throws boost::system::system_error).
+  TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
+            HandlerFactory factory);
+  TcpServer(const TcpServer&) = delete;
+  TcpServer& operator=(const TcpServer&) = delete;
+
+  boost::asio::ip::tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
+  void start();
+  // Stops accepting and closes every connection gracefully, each on its loop.
+  // Call on the accept loop. The worker loops run until those closes finish.
+  void shutdown();
+
+ private:
+  void do_accept();
+  void adopt(std::size_t worker, boost::asio::ip::tcp::socket socket);
+
+  boost::asio::io_context& accept_loop_;
+  LoopPool& workers_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  HandlerFactory factory_;
+  // live_[w] is touched only on worker loop w.
+  std::vector<std::unordered_map<TcpConnection*, std::weak_ptr<TcpConnection>>> live_;
+};
+
+}  // namespace volley::net

@@ -1,0 +1,73 @@
+#include <volley/net/write_queue.hpp>
+
+#include <cassert>
+#include <cstring>
+#include <utility>
+
+namespace volley::net {
+
+WriteQueue::Chunk WriteQueue::take_chunk(std::size_t at_least) {
+  if (at_least <= kChunkSize && !pool_.empty()) {
+    Chunk c = std::move(pool_.back());
+    pool_.pop_back();
+    c.used = 0;
+    return c;
+  }
+  const std::size_t capacity = at_least <= kChunkSize ? kChunkSize : at_least;
+  return Chunk{std::make_unique_for_overwrite<std::byte[]>(capacity), capacity, 0};
+}
+
+void WriteQueue::append(std::span<const std::byte> bytes) {
+  if (bytes.empty()) return;
+  Chunk* tail = pending_.chunks.empty() ? nullptr : &pending_.chunks.back();
+  if (tail == nullptr || tail->capacity - tail->used < bytes.size()) {
+    pending_.chunks.push_back(take_chunk(bytes.size()));
+    tail = &pending_.chunks.back();
+  }
+  std::byte* dst = tail->data.get() + tail->used;
+  std::memcpy(dst, bytes.data(), bytes.size());
+  tail->used += bytes.size();
+  pending_.bytes += bytes.size();
+  // Extend the last segment when the copy landed right behind it.
+  if (!pending_.segments.empty()) {
+    auto& last = pending_.segments.back();
+    if (last.data() + last.size() == dst) {
+      last = {last.data(), last.size() + bytes.size()};
+      return;
+    }
+  }
+  pending_.segments.emplace_back(dst, bytes.size());
+}
+
+void WriteQueue::append_borrowed(std::span<const std::byte> bytes) {
+  if (bytes.empty()) return;
+  pending_.segments.push_back(bytes);
+  pending_.bytes += bytes.size();
+}
+
+std::span<const std::span<const std::byte>> WriteQueue::start_batch() {
+  assert(!in_flight());
+  std::swap(pending_, flight_);
+  return flight_.segments;
+}
+
+std::size_t WriteQueue::finish_batch() {
+  const std::size_t bytes = flight_.bytes;
+  recycle(flight_);
+  return bytes;
+}
+
+void WriteQueue::recycle(Batch& batch) {
+  for (auto& c : batch.chunks)
+    if (c.capacity == kChunkSize && pool_.size() < kPooledChunks) pool_.push_back(std::move(c));
+  batch.chunks.clear();
+  batch.segments.clear();
+  batch.bytes = 0;
+}
+
+void WriteQueue::clear() {
+  recycle(pending_);
+  recycle(flight_);
+}
+
+}  // namespace volley::net

@@ -1,0 +1,26 @@
+#pragma once
+// Wire errors are std::error_code values so that callers choose between the
+// error_code& overloads and the throwing ones, as in Asio.
+#include <system_error>
+
+namespace volley::wire {
+
+enum class Errc {
+  unknown_type = 1,        // a type the protocol does not define (fatal: framing is suspect)
+  length_over_maximum,     // a length no frame of this protocol may have (fatal)
+  body_too_long,           // over the type's limit but within the protocol maximum (frame skipped)
+  body_too_short,          // under the type's minimum (frame skipped)
+  buffer_too_small,        // the caller's output buffer cannot hold the encoding
+  truncated,               // fewer bytes than the structure needs
+};
+
+const std::error_category& wire_category() noexcept;
+
+inline std::error_code make_error_code(Errc e) noexcept {
+  return {static_cast<int>(e), wire_category()};
+}
+
+}  // namespace volley::wire
+
+template <>
+struct std::is_error_code_enum<volley::wire::Errc> : std::true_type {};

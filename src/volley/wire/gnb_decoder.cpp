@@ -1,0 +1,47 @@
+#include <volley/wire/gnb_decoder.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include <volley/wire/byte_order.hpp>
+#include <volley/wire/error.hpp>
+
+namespace volley::wire::gnb {
+
+std::size_t FrameDecoder::feed(std::span<const std::byte> chunk) noexcept {
+  std::span<std::byte> room = buffer_.prepare();
+  const std::size_t n = std::min(room.size(), chunk.size());
+  if (n > 0) std::memcpy(room.data(), chunk.data(), n);
+  buffer_.commit(n);
+  return n;
+}
+
+DecodeResult FrameDecoder::next() noexcept {
+  if (failed()) return failure_;
+  const std::span<const std::byte> in = buffer_.readable();
+  if (in.size() < kHeaderSize) return {};
+
+  const std::uint16_t raw_type = load_u16_be(in.data());
+  const std::uint32_t length = load_u32_be(in.data() + 2);
+  const auto index = type_index(raw_type);
+  if (!index || length > kMaxBodyLength) {
+    failure_ = DecodeResult{DecodeStatus::failed, {}, make_error_code(index ? Errc::length_over_maximum : Errc::unknown_type),
+                            raw_type, length};
+    return failure_;
+  }
+  if (in.size() < kHeaderSize + length) return {};
+
+  const TypeInfo& info = kTypes[*index];
+  DecodeResult result{DecodeStatus::frame, Frame{info.type, in.subspan(kHeaderSize, length)}, {}, raw_type, length};
+  buffer_.consume(kHeaderSize + length);
+  if (length > info.max_body) {
+    result.status = DecodeStatus::rejected;
+    result.error = Errc::body_too_long;
+  } else if (length < info.min_body) {
+    result.status = DecodeStatus::rejected;
+    result.error = Errc::body_too_short;
+  }
+  return result;
+}
+
+}  // namespace volley::wire::gnb

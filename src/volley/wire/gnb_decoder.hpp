@@ -1,0 +1,56 @@
+#pragma once
+// Incremental decoder of the gNB message protocol. Bytes arrive in chunks of any
+// size (prepare/commit for zero-copy socket reads, or feed() to copy a chunk in);
+// next() hands out complete frames as views into the decoder's buffer, valid until
+// the next prepare() or feed().
+//
+// Error policy (docs/PROTOCOL.md):
+//  - body outside its type's limits, length within 64 KiB: the frame is consumed
+//    and returned as `rejected` with the reason; the stream stays in sync.
+//  - unknown type or length over 64 KiB: the header cannot be trusted, so the
+//    decoder fails for good and every later next() returns `failed`.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <system_error>
+
+#include <volley/wire/gnb.hpp>
+#include <volley/wire/stream_buffer.hpp>
+
+namespace volley::wire::gnb {
+
+enum class DecodeStatus { need_more, frame, rejected, failed };
+
+struct DecodeResult {
+  DecodeStatus status = DecodeStatus::need_more;
+  Frame frame{};              // frame and rejected
+  std::error_code error{};    // rejected and failed
+  std::uint16_t raw_type = 0;  // failed: the type field as read
+  std::uint32_t raw_length = 0;
+};
+
+class FrameDecoder {
+ public:
+  static constexpr std::size_t kDefaultCapacity = 256 * 1024;
+
+  explicit FrameDecoder(std::size_t capacity = kDefaultCapacity) : buffer_(capacity, kMaxFrameSize) {}
+
+  std::span<std::byte> prepare() noexcept { return buffer_.prepare(); }
+  void commit(std::size_t n) noexcept { buffer_.commit(n); }
+
+  // Copies as much of `chunk` as fits and returns how much that was; drain with
+  // next() before feeding more. A chunk of up to kMaxFrameSize always fits then.
+  std::size_t feed(std::span<const std::byte> chunk) noexcept;
+
+  DecodeResult next() noexcept;
+
+  bool failed() const noexcept { return static_cast<bool>(failure_.error); }
+  // Bytes of an incomplete frame: non-zero when a peer closes mid-frame.
+  std::size_t buffered() const noexcept { return buffer_.size(); }
+
+ private:
+  StreamBuffer buffer_;
+  DecodeResult failure_{};
+};
+
+}  // namespace volley::wire::gnb
