@@ -26,8 +26,9 @@ class GnbStreamHandler final : public StreamHandler {
 
   void on_data(TcpConnection& c, std::size_t n) override {
     using wire::gnb::DecodeStatus;
+    if (decoder_.failed()) return;  // the stream is untrusted: drop input until the close completes
     decoder_.commit(n);
-    while (c.open()) {
+    while (!c.closed()) {
       const wire::gnb::DecodeResult r = decoder_.next();
       switch (r.status) {
         case DecodeStatus::need_more: return;

@@ -51,29 +51,33 @@ void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) 
     if (ec == asio::error::operation_aborted) return;
     return finish({CloseReason::Kind::io_error, ec.message()});
   }
-  if (state_ == State::open) {
-    in_read_callback_ = true;
-    handler_->on_data(*this, n);
-    in_read_callback_ = false;
-    if (state_ == State::closed) return;
-    if (queue_.has_pending() && !queue_.in_flight()) flush();
-  }
-  // Input after close() is read and dropped, so the peer's FIN can still arrive.
-  if (state_ != State::closed) do_read();
+  // Input that arrives after close() still reaches the handler (a client that has
+  // finished sending reads the server's last replies); its sends are refused.
+  in_read_callback_ = true;
+  handler_->on_data(*this, n);
+  in_read_callback_ = false;
+  if (state_ == State::closed) return;
+  maybe_flush();
+  do_read();
 }
 
 bool TcpConnection::send(std::span<const std::byte> bytes) {
   if (state_ != State::open) return false;
   queue_.append(bytes);
-  if (!in_read_callback_ && !queue_.in_flight()) flush();
+  if (!in_read_callback_) maybe_flush();
   return true;
 }
 
 bool TcpConnection::send_borrowed(std::span<const std::byte> bytes) {
   if (state_ != State::open) return false;
   queue_.append_borrowed(bytes);
-  if (!in_read_callback_ && !queue_.in_flight()) flush();
+  if (!in_read_callback_) maybe_flush();
   return true;
+}
+
+void TcpConnection::maybe_flush() {
+  // One write at a time: a second async_write on the socket would interleave bytes.
+  if (!queue_.in_flight() && queue_.has_pending()) flush();
 }
 
 void TcpConnection::flush() {
@@ -90,23 +94,18 @@ void TcpConnection::on_write(const boost::system::error_code& ec, std::size_t /*
   if (state_ == State::closed) return;
   if (ec) return finish({CloseReason::Kind::io_error, ec.message()});
   const std::size_t written = queue_.finish_batch();
-  handler_->on_written(*this, written);
+  handler_->on_written(*this, written);  // may queue more, and start the next write itself
   if (state_ == State::closed) return;
-  if (queue_.has_pending()) return flush();
-  if (state_ == State::flushing) half_close();
+  maybe_flush();
+  if (state_ == State::flushing && !queue_.in_flight()) half_close();
 }
 
 void TcpConnection::close(CloseReason reason) {
   if (state_ != State::open) return;
   pending_reason_ = std::move(reason);
   state_ = State::flushing;
-  if (!queue_.in_flight()) {
-    if (queue_.has_pending()) {
-      flush();
-    } else {
-      half_close();
-    }
-  }
+  maybe_flush();
+  if (!queue_.in_flight()) half_close();
 }
 
 void TcpConnection::half_close() {

@@ -58,13 +58,14 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool send(std::span<const std::byte> bytes);
   bool send_borrowed(std::span<const std::byte> bytes);
 
-  // Graceful: stop taking input, flush what is queued, send FIN, wait for the
-  // peer's FIN (bounded by kLingerTimeout), then close.
+  // Graceful: refuse further sends, flush what is queued, send FIN, keep reading
+  // until the peer's FIN (bounded by kLingerTimeout), then close.
   void close(CloseReason reason);
   // Immediate: drop what is queued and close the socket.
   void abort(CloseReason reason);
 
   bool open() const noexcept { return state_ == State::open; }
+  bool closed() const noexcept { return state_ == State::closed; }
   std::size_t queued_bytes() const noexcept { return queue_.queued_bytes(); }
   const boost::asio::ip::tcp::endpoint& remote_endpoint() const noexcept { return remote_; }
   StreamHandler& handler() noexcept { return *handler_; }
@@ -76,6 +77,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
 
   void do_read();
   void on_read(const boost::system::error_code& ec, std::size_t n);
+  void maybe_flush();
   void flush();
   void on_write(const boost::system::error_code& ec, std::size_t n);
   void half_close();

@@ -1,0 +1,19 @@
+// `traffic_generator`: the seed's command line (-m TYPE:SIZE:FRACTION ... -t SECONDS),
+// the same code as `volley gen`.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"traffic_generator: send a mix of gNB messages to a target (same as `volley gen`)"};
+  volley::tools::Runner run = volley::tools::add_gen_options(app);
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    spdlog::critical("{}", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,16 @@
+#pragma once
+// The subcommands of `volley`. Each registers its options on a CLI11 subcommand
+// and returns the function that runs it once the command line is parsed.
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace volley::tools {
+
+using Runner = std::function<int()>;
+
+Runner add_target_command(CLI::App& app);
+// `volley gen` and the `traffic_generator` executable share this.
+Runner add_gen_options(CLI::App& app);
+
+}  // namespace volley::tools

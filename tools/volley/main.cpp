@@ -1,0 +1,28 @@
+// `volley`: one executable, one subcommand per tool.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Volley: low-latency asynchronous messaging toolkit"};
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")->capture_default_str();
+
+  volley::tools::Runner run_target = volley::tools::add_target_command(app);
+  auto* gen = app.add_subcommand("gen", "Traffic generator: send a mix of gNB messages to a target (as traffic_generator)");
+  volley::tools::Runner run_gen = volley::tools::add_gen_options(*gen);
+
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  try {
+    if (app.got_subcommand("target")) return run_target();
+    if (app.got_subcommand("gen")) return run_gen();
+  } catch (const std::exception& e) {
+    spdlog::critical("{}", e.what());
+    return 1;
+  }
+  return 2;
+}

@@ -1,0 +1,174 @@
+// `volley target`: the server the traffic generator shoots at.
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <fmt/core.h>
+#include <spdlog/spdlog.h>
+
+#include <volley/net/loop_pool.hpp>
+#include <volley/net/tcp_server.hpp>
+
+#include "commands.hpp"
+#include "json_output.hpp"
+#include "target_handler.hpp"
+
+namespace volley::tools {
+namespace {
+
+namespace asio = boost::asio;
+
+struct TargetOptions {
+  std::string bind = "0.0.0.0";
+  std::uint16_t port = 32101;
+  std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  HandlerKind handler = HandlerKind::variant;
+  ReplyMode reply = ReplyMode::none;
+  bool json = false;
+  bool progress = true;
+  std::string port_file;
+};
+
+const char* to_string(HandlerKind k) {
+  return k == HandlerKind::variant ? "variant" : k == HandlerKind::virtual_dispatch ? "virtual" : "dummy";
+}
+const char* to_string(ReplyMode r) { return r == ReplyMode::none ? "none" : r == ReplyMode::ack ? "ack" : "ack-checksum"; }
+
+std::unique_ptr<net::StreamHandler> make_handler(const TargetOptions& o, TargetStats& stats) {
+  switch (o.handler) {
+    case HandlerKind::variant:
+      return std::make_unique<net::GnbStreamHandler<TargetConsumer<HandlerKind::variant>>>(o.reply, stats);
+    case HandlerKind::virtual_dispatch:
+      return std::make_unique<net::GnbStreamHandler<TargetConsumer<HandlerKind::virtual_dispatch>>>(o.reply, stats);
+    case HandlerKind::dummy: break;
+  }
+  return std::make_unique<net::GnbStreamHandler<TargetConsumer<HandlerKind::dummy>>>(o.reply, stats);
+}
+
+void print_text_report(const TargetOptions& o, const TargetTotals& t, double seconds) {
+  fmt::print("volley target report: handler {}, reply {}, {} worker thread(s), up {:.3f} s\n", to_string(o.handler),
+             to_string(o.reply), o.threads, seconds);
+  fmt::print("  {:<6} {:<13} {:>14} {:>16} {:>12} {:>12}\n", "type", "name", "frames", "bytes", "too long", "too short");
+  for (std::size_t i = 0; i < t.types.size(); ++i) {
+    const auto& info = wire::gnb::kTypes[i];
+    fmt::print("  {:04x}   {:<13} {:>14} {:>16} {:>12} {:>12}\n", static_cast<unsigned>(info.type), info.name,
+               t.types[i].frames, t.types[i].bytes, t.types[i].rejected_too_long, t.types[i].rejected_too_short);
+  }
+  fmt::print("  total  {:>28} {:>16}\n", t.frames(), t.bytes());
+  fmt::print("  protocol errors (connection closed): unknown type {}, length over 64 KiB {}\n", t.unknown_type,
+             t.length_over_maximum);
+  fmt::print("  replies sent: ack {}, nack {}, ack-checksum {}\n", t.replies_ack, t.replies_nack,
+             t.replies_ack_checksum);
+  fmt::print("  connections: accepted {}, closed by peer {}, protocol error {}, i/o error {}, shutdown {}, mid-frame {}\n",
+             t.connections_opened, t.closed_peer, t.closed_protocol_error, t.closed_io_error, t.closed_shutdown,
+             t.closed_mid_frame);
+}
+
+int run_target(const TargetOptions& o) {
+  asio::io_context accept_loop(1);
+  net::LoopPool workers(o.threads);
+  std::vector<TargetStats> stats(workers.size());
+
+  std::unique_ptr<net::TcpServer> server;
+  try {
+    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(o.bind), o.port);
+    server = std::make_unique<net::TcpServer>(accept_loop, workers, endpoint,
+                                              [&](std::size_t w) { return make_handler(o, stats[w]); });
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "volley target: cannot listen on {}:{}: {}\n", o.bind, o.port, e.what());
+    return 1;
+  }
+  const auto local = server->local_endpoint();
+  if (!o.port_file.empty()) {
+    // Written whole under a temporary name, then renamed, so a watcher never reads half of it.
+    const std::string tmp = o.port_file + ".tmp";
+    std::ofstream(tmp) << local.port() << '\n';
+    std::rename(tmp.c_str(), o.port_file.c_str());
+  }
+  spdlog::info("volley target listening on {}:{} ({} worker threads, handler {}, reply {})",
+               local.address().to_string(), local.port(), workers.size(), to_string(o.handler), to_string(o.reply));
+
+  const auto start = Clock::now();
+  asio::steady_timer progress(accept_loop);
+  TargetTotals last{};
+  bool stopping = false;  // a cancel() can miss a tick whose handler is already queued
+  std::function<void()> tick = [&] {
+    progress.expires_after(std::chrono::seconds(1));
+    progress.async_wait([&](const boost::system::error_code& ec) {
+      if (ec || stopping) return;
+      const TargetTotals now = sum(stats);
+      const std::uint64_t frames = now.frames() - last.frames();
+      const std::uint64_t bytes = now.bytes() - last.bytes();
+      fmt::print(stderr, "[target {:6.1f}s] connections {} open | {:>10} frames/s {:>9.1f} MB/s | total {} frames, {} rejected\n",
+                 seconds_since(start), now.connections_opened - now.closed_peer - now.closed_protocol_error -
+                                            now.closed_io_error - now.closed_shutdown,
+                 frames, static_cast<double>(bytes) / 1e6, now.frames(), now.rejected());
+      last = now;
+      tick();
+    });
+  };
+  if (o.progress) tick();
+
+  asio::signal_set signals(accept_loop, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    spdlog::info("signal {}: closing connections and stopping", signo);
+    stopping = true;
+    progress.cancel();
+    server->shutdown();
+    workers.release();
+  });
+
+  server->start();
+  workers.start();
+  accept_loop.run();
+  workers.join();
+
+  const TargetTotals totals = sum(stats);
+  const double seconds = seconds_since(start);
+  if (o.json) {
+    boost::json::object report = to_json(totals);
+    report["tool"] = "volley target";
+    report["handler"] = to_string(o.handler);
+    report["reply"] = to_string(o.reply);
+    report["threads"] = workers.size();
+    report["uptime_s"] = seconds;
+    fmt::print("{}\n", to_json_text(report));
+  } else {
+    print_text_report(o, totals, seconds);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_target_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("target", "Receive gNB messages on TCP, count them per type, optionally reply");
+  auto o = std::make_shared<TargetOptions>();
+  cmd->add_option("-p,--port", o->port, "TCP port to listen on (0: any free port)")->capture_default_str();
+  cmd->add_option("-b,--bind", o->bind, "Address to listen on")->capture_default_str();
+  cmd->add_option("-t,--threads", o->threads, "Worker loops (threads); connections are spread round-robin")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  const std::map<std::string, HandlerKind> handlers{{"variant", HandlerKind::variant},
+                                                    {"virtual", HandlerKind::virtual_dispatch},
+                                                    {"dummy", HandlerKind::dummy}};
+  cmd->add_option("--handler", o->handler,
+                  "Dispatch: variant (std::visit, default), virtual (heap copy + dynamic_cast), dummy (no dispatch)")
+      ->transform(CLI::CheckedTransformer(handlers, CLI::ignore_case));
+  const std::map<std::string, ReplyMode> replies{
+      {"none", ReplyMode::none}, {"ack", ReplyMode::ack}, {"ack-checksum", ReplyMode::ack_checksum}};
+  cmd->add_option("--reply", o->reply,
+                  "Answer control messages: none (default), ack, ack-checksum (CRC-32C of the body); "
+                  "invalid control messages get a nack unless none")
+      ->transform(CLI::CheckedTransformer(replies, CLI::ignore_case));
+  cmd->add_flag("--json", o->json, "Print the final report as JSON on stdout");
+  cmd->add_flag("!--no-progress", o->progress, "Do not print a progress line each second on stderr");
+  cmd->add_option("--port-file", o->port_file, "Write the port listened on to this file once ready");
+  return [o] { return run_target(*o); };
+}
+
+}  // namespace volley::tools

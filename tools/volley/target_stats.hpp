@@ -1,0 +1,50 @@
+#pragma once
+// What `volley target` counts. One TargetStats per worker loop, written only by
+// that loop; the reporter sums them.
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include <volley/metrics/counter.hpp>
+#include <volley/wire/gnb.hpp>
+
+namespace volley::tools {
+
+using metrics::SingleWriterCounter;
+
+struct alignas(64) TargetStats {
+  struct PerType {
+    SingleWriterCounter frames;  // accepted frames
+    SingleWriterCounter bytes;   // their wire bytes, header included
+    SingleWriterCounter rejected_too_long;
+    SingleWriterCounter rejected_too_short;
+  };
+  std::array<PerType, wire::gnb::kTypeCount> types;
+  SingleWriterCounter replies_ack, replies_nack, replies_ack_checksum;
+  SingleWriterCounter connections_opened, closed_peer, closed_protocol_error, closed_io_error, closed_shutdown;
+  SingleWriterCounter closed_mid_frame;
+  SingleWriterCounter unknown_type, length_over_maximum;
+};
+
+// A plain copy of the sums, for reports and progress lines.
+struct TargetTotals {
+  struct PerType {
+    std::uint64_t frames = 0, bytes = 0, rejected_too_long = 0, rejected_too_short = 0;
+  };
+  std::array<PerType, wire::gnb::kTypeCount> types{};
+  std::uint64_t replies_ack = 0, replies_nack = 0, replies_ack_checksum = 0;
+  std::uint64_t connections_opened = 0, closed_peer = 0, closed_protocol_error = 0, closed_io_error = 0,
+                closed_shutdown = 0, closed_mid_frame = 0;
+  std::uint64_t unknown_type = 0, length_over_maximum = 0;
+
+  std::uint64_t frames() const;
+  std::uint64_t bytes() const;
+  std::uint64_t rejected() const;
+};
+
+TargetTotals sum(const std::vector<TargetStats>& per_loop);
+boost::json::object to_json(const TargetTotals& totals);
+
+}  // namespace volley::tools
