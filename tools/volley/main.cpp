@@ -1,5 +1,6 @@
 // `volley`: one executable, one subcommand per tool.
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "commands.hpp"
@@ -15,6 +16,8 @@ int main(int argc, char** argv) {
   volley::tools::Runner run_gen = volley::tools::add_gen_options(*gen);
 
   CLI11_PARSE(app, argc, argv);
+  // Logs go to stderr: stdout carries the reports, JSON included.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("volley"));
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
   try {

@@ -1,0 +1,52 @@
+#pragma once
+// Runs a program of the build as a child process for integration tests: output
+// goes to files in a private temporary folder, every wait has a deadline, and
+// the destructor kills what is still running so a failed test leaves nothing.
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace volley::test {
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+class ChildProcess {
+ public:
+  // argv[0] is a path; output goes to `out_prefix`.stdout / .stderr.
+  ChildProcess(const std::vector<std::string>& argv, const std::string& out_prefix);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  void send_signal(int signo) const;
+  // The exit code (128 + signal when killed by one), or nullopt when still running at the deadline.
+  std::optional<int> wait_for(std::chrono::milliseconds timeout);
+  std::string stdout_text() const;
+  std::string stderr_text() const;
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> exit_code_;
+  std::string out_prefix_;
+};
+
+std::string read_file(const std::string& path);
+// The path of a program of this build (build/bin/NAME).
+std::string bin(const std::string& name);
+
+}  // namespace volley::test

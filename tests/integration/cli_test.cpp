@@ -1,0 +1,99 @@
+// The command lines: bad arguments get a clear message and a non-zero exit.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "child_process.hpp"
+#include "raw_client.hpp"
+#include "target_fixture.hpp"
+
+using namespace volley::test;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result run(const std::vector<std::string>& argv) {
+  TempDir dir;
+  std::vector<std::string> full{bin(argv[0])};
+  full.insert(full.end(), argv.begin() + 1, argv.end());
+  ChildProcess p(full, dir.file("p"));
+  const int code = p.wait_for(std::chrono::seconds(30)).value_or(-1);
+  return {code, p.stdout_text(), p.stderr_text()};
+}
+
+}  // namespace
+
+TEST(Cli, HelpListsEveryCommandAndFlag) {
+  const Result top = run({"volley", "--help"});
+  EXPECT_EQ(top.code, 0);
+  EXPECT_NE(top.out.find("target"), std::string::npos);
+  EXPECT_NE(top.out.find("gen"), std::string::npos);
+  const Result target = run({"volley", "target", "--help"});
+  EXPECT_EQ(target.code, 0);
+  for (const char* flag : {"--port", "--threads", "--handler", "--reply", "--json", "--no-progress", "--port-file"})
+    EXPECT_NE(target.out.find(flag), std::string::npos) << flag;
+  const Result gen = run({"traffic_generator", "--help"});
+  EXPECT_EQ(gen.code, 0);
+  for (const char* flag : {"-m", "-t", "--host", "--port", "--connections", "--rate", "--random-payload",
+                           "--allow-invalid", "--json"})
+    EXPECT_NE(gen.out.find(flag), std::string::npos) << flag;
+}
+
+TEST(Cli, GeneratorRejectsBadSpecsClearly) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases{
+      {{"-m", "1001:64:25", "-m", "8001:1500:50"}, "add up to 75, not 100"},
+      {{"-m", "1001:65:100"}, "must be 4 to 64 bytes"},
+      {{"-m", "8001:65537:100"}, "must be 0 to 65536 bytes"},
+      {{"-m", "1005:10:100"}, "not a gNB message type"},
+      {{"-m", "1001-64-100"}, "expected TYPE:SIZE:FRACTION"},
+      {{"-m", "zz:64:100"}, "TYPE must be a 16-bit hex number"},
+      {{"-m", "1001:x:100"}, "SIZE must be a decimal"},
+      {{"-m", "1001:64:0"}, "FRACTION must be a whole number from 1 to 100"},
+      {{"-m", "1001:64:100", "-t", "-1"}, "-t"},
+      {{"-m", "1001:64:100", "--connections", "0"}, "connections"},
+      {{"-m", "1001:64:100", "--bogus"}, "--bogus"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv{"traffic_generator"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const Result r = run(argv);
+    EXPECT_NE(r.code, 0) << c.says;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << "stderr: " << r.err;
+  }
+}
+
+TEST(Cli, GeneratorSaysWhenNoTargetListens) {
+  TempDir dir;
+  int free_port = 0;
+  {
+    RunningTarget t(dir, {"--threads", "1"});
+    free_port = t.port();
+    t.stop();
+  }
+  const Result r = run({"volley", "gen", "-m", "1001:64:100", "-t", "1", "--port", std::to_string(free_port)});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cannot connect"), std::string::npos) << r.err;
+}
+
+TEST(Cli, TargetRejectsBadFlagsAndATakenPort) {
+  EXPECT_NE(run({"volley", "target", "--handler", "fast"}).code, 0);
+  EXPECT_NE(run({"volley", "target", "--reply", "maybe"}).code, 0);
+  EXPECT_NE(run({"volley", "target", "--threads", "0"}).code, 0);
+  EXPECT_NE(run({"volley"}).code, 0);
+  TempDir dir;
+  RunningTarget first(dir, {"--threads", "1"});
+  const Result second = run({"volley", "target", "--bind", "127.0.0.1", "--port", std::to_string(first.port())});
+  EXPECT_EQ(second.code, 1);
+  EXPECT_NE(second.err.find("cannot listen"), std::string::npos) << second.err;
+  first.stop();
+}

@@ -1,0 +1,207 @@
+// End-to-end: the real `volley target` and generator processes over loopback.
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include <volley/wire/byte_order.hpp>
+#include <volley/wire/gnb.hpp>
+
+#include "child_process.hpp"
+#include "raw_client.hpp"
+#include "target_fixture.hpp"
+
+using namespace volley::test;
+namespace gnb = volley::wire::gnb;
+
+namespace {
+
+struct GenRun {
+  int exit_code = -1;
+  boost::json::object report;
+  std::string stderr_text;
+};
+
+// `command` is {"traffic_generator"} or {"volley", "gen"}.
+GenRun run_generator(const TempDir& dir, std::vector<std::string> command, int port, std::vector<std::string> args,
+                     const std::string& name = "gen") {
+  std::vector<std::string> argv{bin(command[0])};
+  argv.insert(argv.end(), command.begin() + 1, command.end());
+  argv.insert(argv.end(), {"--port", std::to_string(port), "--json", "--no-progress"});
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess gen(argv, dir.file(name));
+  GenRun run;
+  run.exit_code = gen.wait_for(std::chrono::seconds(60)).value_or(-1);
+  run.stderr_text = gen.stderr_text();
+  if (run.exit_code == 0) run.report = boost::json::parse(gen.stdout_text()).as_object();
+  return run;
+}
+
+// Frames the generator sent, per type, from its per-spec report.
+std::map<std::string, std::uint64_t> sent_per_type(const boost::json::object& gen) {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& s : gen.at("specs").as_array()) out[std::string(s.at("type").as_string())] += u64(s.at("frames"));
+  return out;
+}
+
+std::map<std::string, std::uint64_t> received_per_type(const boost::json::object& target) {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& t : target.at("types").as_array())
+    if (u64(t.at("frames")) > 0) out[std::string(t.at("type").as_string())] = u64(t.at("frames"));
+  return out;
+}
+
+struct Mix {
+  std::string name;
+  std::vector<std::string> gen_args;
+  std::string reply;
+};
+
+class GeneratorIntoTarget : public ::testing::TestWithParam<Mix> {};
+
+}  // namespace
+
+TEST_P(GeneratorIntoTarget, EveryTypeCountReceivedEqualsTheCountSent) {
+  const Mix& mix = GetParam();
+  TempDir dir;
+  RunningTarget target(dir, {"--threads", "2", "--reply", mix.reply});
+  ASSERT_NE(target.port(), 0);
+  std::vector<std::string> args = mix.gen_args;
+  args.insert(args.end(), {"-t", "1"});
+  const GenRun gen = run_generator(dir, {"volley", "gen"}, target.port(), args);
+  ASSERT_EQ(gen.exit_code, 0) << gen.stderr_text;
+  const boost::json::object report = target.stop();
+
+  const auto sent = sent_per_type(gen.report);
+  EXPECT_EQ(received_per_type(report), sent);
+  EXPECT_GT(u64(gen.report.at("frames")), 0u);
+  EXPECT_EQ(u64(report.at("frames")), u64(gen.report.at("frames")));
+  EXPECT_EQ(u64(report.at("bytes")), u64(gen.report.at("bytes")));
+  EXPECT_EQ(u64(gen.report.at("clean_connections")), u64(gen.report.at("connections")));
+
+  const auto& replies = gen.report.at("replies").as_object();
+  const std::uint64_t controls = sent.count("0x1001") ? sent.at("0x1001") : 0;
+  if (mix.reply == "ack") {
+    EXPECT_EQ(u64(replies.at("ack")), controls);
+    EXPECT_EQ(u64(report.at("replies").at("ack")), controls);
+    EXPECT_EQ(u64(gen.report.at("rtt_ns").at("count")), controls);
+  } else if (mix.reply == "ack-checksum") {
+    EXPECT_EQ(u64(replies.at("ack_checksum")), controls);
+    EXPECT_EQ(u64(replies.at("checksum_mismatches")), 0u);
+  } else {
+    EXPECT_EQ(u64(replies.at("ack")) + u64(replies.at("ack_checksum")), 0u);
+  }
+  EXPECT_EQ(u64(replies.at("unmatched")), 0u);
+  EXPECT_EQ(u64(report.at("connections").at("accepted")), u64(gen.report.at("connections")));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Mixes, GeneratorIntoTarget,
+    ::testing::Values(
+        Mix{"seed1200_one_connection", {"-m", "1001:64:25", "-m", "1002:16:25", "-m", "8001:1200:50"}, "none"},
+        Mix{"seed8000_four_connections",
+            {"-m", "1001:64:25", "-m", "1002:16:25", "-m", "8001:8000:50", "-c", "4"},
+            "ack"},
+        Mix{"all_types_random_payload",
+            {"-m", "1001:4:10", "-m", "1001:64:10", "-m", "1002:16:20", "-m", "1003:12:20", "-m", "1004:16:20", "-m",
+             "8001:65536:10", "-m", "8001:0:10", "--random-payload", "-c", "3"},
+            "ack-checksum"},
+        Mix{"paced_three_connections", {"-m", "1001:32:50", "-m", "8001:100:50", "-c", "3", "--rate", "3000"}, "ack"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(TrafficGenerator, SeedSyntaxWithAttachedTimeWorks) {
+  TempDir dir;
+  RunningTarget target(dir, {"--threads", "1"});
+  ASSERT_NE(target.port(), 0);
+  const GenRun gen =
+      run_generator(dir, {"traffic_generator"}, target.port(), {"-m", "1001:64:25", "-m", "8001:1500:75", "-t1"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.stderr_text;
+  EXPECT_NEAR(gen.report.at("seconds").as_double(), 1.0, 0.5);
+  EXPECT_EQ(received_per_type(target.stop()), sent_per_type(gen.report));
+}
+
+TEST(MisbehavingClients, AreReportedAndDroppedWhileOthersGoOn) {
+  TempDir dir;
+  RunningTarget target(dir, {"--threads", "2", "--reply", "ack"});
+  ASSERT_NE(target.port(), 0);
+  ChildProcess good({bin("traffic_generator"), "--port", std::to_string(target.port()), "--json", "--no-progress",
+                     "-m", "1001:64:25", "-m", "8001:1200:75", "-t", "2", "-c", "2"},
+                    dir.file("good"));
+
+  std::vector<std::byte> frame(gnb::kHeaderSize + 100, std::byte{0});
+  {  // An oversize control message within 64 KiB: skipped in sync, nacked, connection kept.
+    RawClient c(target.port());
+    gnb::write_header(frame.data(), 0x1001, 100);
+    volley::wire::store_u32_be(frame.data() + gnb::kHeaderSize, 77);
+    c.send(frame);
+    std::array<std::byte, 10> ok{};
+    gnb::write_header(ok.data(), 0x1001, 4);
+    volley::wire::store_u32_be(ok.data() + gnb::kHeaderSize, 78);
+    c.send(ok);
+    const auto replies = c.read(gnb::kNackFrameSize + gnb::kAckFrameSize);
+    ASSERT_EQ(replies.size(), gnb::kNackFrameSize + gnb::kAckFrameSize);
+    const auto nack = gnb::parse_nack(std::span(replies).subspan(gnb::kHeaderSize, 6));
+    ASSERT_TRUE(nack);
+    EXPECT_EQ(nack->transaction_id, 77u);
+    EXPECT_EQ(nack->cause, gnb::NackCause::body_too_long);
+    const auto ack = gnb::parse_ack(std::span(replies).subspan(gnb::kNackFrameSize + gnb::kHeaderSize, 4));
+    ASSERT_TRUE(ack);
+    EXPECT_EQ(ack->transaction_id, 78u);
+  }
+  {  // Garbage: an unknown type, so the connection is closed.
+    RawClient c(target.port());
+    const std::string garbage = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    c.send(std::as_bytes(std::span(garbage.data(), garbage.size())));
+    EXPECT_TRUE(c.peer_closed());
+  }
+  {  // A length over 64 KiB cannot be trusted: closed.
+    RawClient c(target.port());
+    gnb::write_header(frame.data(), 0x8001, 0x00100000);
+    c.send(std::span(frame).first(gnb::kHeaderSize + 10));
+    EXPECT_TRUE(c.peer_closed());
+  }
+  {  // A disconnect in the middle of a frame.
+    RawClient c(target.port());
+    gnb::write_header(frame.data(), 0x8001, 1000);
+    c.send(std::span(frame).first(gnb::kHeaderSize + 50));
+  }
+
+  const auto code = good.wait_for(std::chrono::seconds(60));
+  ASSERT_EQ(code.value_or(-1), 0) << good.stderr_text();
+  const auto gen = boost::json::parse(good.stdout_text()).as_object();
+  const auto report = target.stop();
+
+  auto sent = sent_per_type(gen);
+  sent["0x1001"] += 1;  // the valid control message of the first raw client
+  EXPECT_EQ(received_per_type(report), sent);
+  EXPECT_EQ(u64(gen.at("replies").at("ack")), sent_per_type(gen).at("0x1001"));
+  EXPECT_EQ(u64(report.at("types").at(0).at("rejected").at("body_too_long")), 1u);
+  EXPECT_EQ(u64(report.at("protocol_errors").at("unknown_type")), 1u);
+  EXPECT_EQ(u64(report.at("protocol_errors").at("length_over_maximum")), 1u);
+  EXPECT_EQ(u64(report.at("replies").at("nack")), 1u);
+  const auto& conns = report.at("connections").as_object();
+  EXPECT_EQ(u64(conns.at("accepted")), 6u);
+  EXPECT_EQ(u64(conns.at("closed_protocol_error")), 2u);
+  EXPECT_EQ(u64(conns.at("closed_mid_frame")), 1u);
+  EXPECT_NE(target.process().stderr_text().find("unknown message type"), std::string::npos);
+}
+
+TEST(AllowInvalid, OversizeControlsAreNackedAndTheStreamStaysInSync) {
+  TempDir dir;
+  RunningTarget target(dir, {"--threads", "1", "--reply", "ack"});
+  ASSERT_NE(target.port(), 0);
+  const GenRun gen = run_generator(dir, {"traffic_generator"}, target.port(),
+                                   {"-m", "1001:100:20", "-m", "1001:8:30", "-m", "8001:300:50", "-t", "1",
+                                    "--allow-invalid"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.stderr_text;
+  const auto report = target.stop();
+  const auto& specs = gen.report.at("specs").as_array();
+  const std::uint64_t oversize = u64(specs.at(0).at("frames"));
+  const std::uint64_t valid = u64(specs.at(1).at("frames"));
+  EXPECT_GT(oversize, 0u);
+  EXPECT_EQ(u64(report.at("types").at(0).at("rejected").at("body_too_long")), oversize);
+  EXPECT_EQ(u64(report.at("types").at(0).at("frames")), valid);
+  EXPECT_EQ(u64(report.at("types").at(4).at("frames")), u64(specs.at(2).at("frames")));
+  EXPECT_EQ(u64(gen.report.at("replies").at("nack")), oversize);
+  EXPECT_EQ(u64(gen.report.at("replies").at("ack")), valid);
+}
