@@ -57,6 +57,9 @@ struct Mix {
   std::string reply;
 };
 
+// Names the case in test listings instead of dumping its bytes.
+void PrintTo(const Mix& mix, std::ostream* os) { *os << mix.name; }
+
 class GeneratorIntoTarget : public ::testing::TestWithParam<Mix> {};
 
 }  // namespace

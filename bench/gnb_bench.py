@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+"""End-to-end benchmarks of the gNB target and generator (`make bench`).
+
+1. The seed's handler table: virtual, variant and dummy handlers, the 1200 and
+   8000 byte scenarios, 5 samples each, drop min and max, average the other 3,
+   and the seed's formula 1 - (variant - dummy) / (virtual - dummy).
+2. Volley against the raw baseline (blocking send/recv, no Volley code) on the
+   1200 mix: bytes per second as a ratio measured in the same run.
+3. Scaling: 1 against 4 connections on 2 worker threads.
+
+Samples of the things compared are interleaved, so drift on a shared machine
+hits them alike. Every run checks that the target received exactly what the
+generator sent. Results go to stdout (markdown) and bench/results/*.json.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+MIXES = {
+    "1200": ["-m", "1001:64:25", "-m", "1002:16:25", "-m", "8001:1200:50"],
+    "8000": ["-m", "1001:64:25", "-m", "1002:16:25", "-m", "8001:8000:50"],
+}
+RAW_MIX = {"1200": ["1001:64:25", "1002:16:25", "8001:1200:50"]}
+
+
+def pinned(cpus):
+    return ["taskset", "-c", cpus] if cpus else []
+
+
+def wait_for_file(path, proc, what, timeout=10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            return open(path).read().strip()
+        if proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    proc.kill()
+    sys.exit(f"bench: {what} did not start")
+
+
+def run_volley(bindir, handler, mix, seconds, connections, target_threads, target_cpus, gen_cpus, gen_threads=None):
+    with tempfile.TemporaryDirectory() as tmp:
+        port_file = os.path.join(tmp, "port")
+        target = subprocess.Popen(
+            pinned(target_cpus) + [f"{bindir}/volley", "target", "--bind", "127.0.0.1", "--port", "0",
+                                   "--port-file", port_file, "--handler", handler, "--threads", str(target_threads),
+                                   "--json", "--no-progress"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        port = wait_for_file(port_file, target, "volley target")
+        gen_cmd = pinned(gen_cpus) + [f"{bindir}/traffic_generator", *MIXES[mix], "-t", str(seconds), "--port", port,
+                                      "-c", str(connections), "--json", "--no-progress"]
+        if gen_threads:
+            gen_cmd += ["--threads", str(gen_threads)]
+        gen = subprocess.run(gen_cmd, capture_output=True, text=True, timeout=seconds + 60)
+        target.send_signal(signal.SIGTERM)
+        out, _ = target.communicate(timeout=60)
+    if gen.returncode != 0:
+        sys.exit(f"bench: generator failed: {gen.stderr}")
+    g, t = json.loads(gen.stdout), json.loads(out)
+    if g["frames"] != t["frames"] or g["bytes"] != t["bytes"]:
+        sys.exit(f"bench: target received {t['frames']} frames, generator sent {g['frames']}")
+    return {"ns_per_msg": g["ns_per_msg_inverse_throughput"], "msgs_per_s": g["msgs_per_s"],
+            "mb_per_s": g["mb_per_s"], "frames": g["frames"]}
+
+
+def run_raw(bindir, mix, seconds, connections, sink_cpus, sender_cpus, port):
+    sink = subprocess.Popen(pinned(sink_cpus) + [f"{bindir}/raw_sink", str(port), str(connections)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.2)
+    sender = subprocess.run(pinned(sender_cpus) + [f"{bindir}/raw_sender", str(port), str(seconds), str(connections),
+                                                   *RAW_MIX[mix]], capture_output=True, text=True,
+                            timeout=seconds + 60)
+    out, err = sink.communicate(timeout=60)
+    if sender.returncode != 0 or sink.returncode != 0:
+        sys.exit(f"bench: raw baseline failed: {sender.stderr} {err}")
+    s = json.loads(sender.stdout)
+    return {"mb_per_s": s["bytes"] / s["seconds"] / 1e6}
+
+
+def seed_average(values):
+    """The seed's method: drop the min and the max, average the rest."""
+    v = sorted(values)
+    inner = v[1:-1] if len(v) > 2 else v
+    return sum(inner) / len(inner)
+
+
+def machine():
+    model = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "kernel": platform.release(),
+            "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M")}
+
+
+def verdict(ok):
+    return "met" if ok else "NOT met"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("bindir", nargs="?", default="build/bin")
+    ap.add_argument("--seconds", type=float, default=float(os.environ.get("BENCH_SECONDS", "3")))
+    ap.add_argument("--samples", type=int, default=5)
+    ap.add_argument("--port", type=int, default=32199, help="port of the raw sink")
+    args = ap.parse_args()
+    two_cpus = (os.cpu_count() or 1) >= 2
+    target_cpus, gen_cpus = ("1", "0") if two_cpus else (None, None)
+    results = {"machine": machine(), "seconds": args.seconds, "samples": args.samples,
+               "placement": f"target on CPU {target_cpus}, generator on CPU {gen_cpus}" if two_cpus else "unpinned"}
+    print(f"# gNB benchmarks, {results['machine']['date']}, {results['machine']['cpu']}, "
+          f"{results['machine']['cores']} cores; {args.seconds:g} s per run; {results['placement']}\n")
+
+    # 1. The seed's handler table.
+    handlers = ["virtual", "variant", "dummy"]
+    table = {}
+    for mix in ("1200", "8000"):
+        samples = {h: [] for h in handlers}
+        for i in range(args.samples):
+            for h in handlers:
+                samples[h].append(run_volley(args.bindir, h, mix, args.seconds, 1, 1, target_cpus, gen_cpus)["ns_per_msg"])
+            print(f"  scenario {mix}, sample {i + 1}/{args.samples}: " +
+                  ", ".join(f"{h} {samples[h][-1]:.1f}" for h in handlers), file=sys.stderr)
+        avg = {h: seed_average(samples[h]) for h in handlers}
+        denominator = avg["virtual"] - avg["dummy"]
+        raise_ = 1 - (avg["variant"] - avg["dummy"]) / denominator if denominator else float("nan")
+        table[mix] = {"samples_ns": samples, "average_ns": avg, "performance_raise": raise_,
+                      "variant_over_dummy": avg["variant"] / avg["dummy"] - 1}
+    results["handlers"] = table
+    print("## Handlers (ns per message, inverse throughput; seed method: 5 samples, drop min and max, average 3)\n")
+    print("| scenario | virtual | variant | dummy | 1-(variant-dummy)/(virtual-dummy) | variant over dummy |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for mix, row in table.items():
+        a = row["average_ns"]
+        print(f"| max data {mix} B | {a['virtual']:.1f} | {a['variant']:.1f} | {a['dummy']:.1f} | "
+              f"{row['performance_raise'] * 100:.0f}% | {row['variant_over_dummy'] * 100:+.1f}% |")
+
+    # 2. Against the raw baseline.
+    volley_mb, raw_mb = [], []
+    for i in range(args.samples):
+        volley_mb.append(run_volley(args.bindir, "variant", "1200", args.seconds, 1, 1, target_cpus, gen_cpus)["mb_per_s"])
+        raw_mb.append(run_raw(args.bindir, "1200", args.seconds, 1, target_cpus, gen_cpus, args.port)["mb_per_s"])
+        print(f"  raw comparison sample {i + 1}: volley {volley_mb[-1]:.0f} MB/s, raw {raw_mb[-1]:.0f} MB/s",
+              file=sys.stderr)
+    ratio = seed_average(volley_mb) / seed_average(raw_mb)
+    results["raw_baseline"] = {"volley_mb_per_s": volley_mb, "raw_mb_per_s": raw_mb, "ratio": ratio}
+    print("\n## Volley against the raw baseline (1200 mix, 1 connection, MB/s)\n")
+    print("| volley gen -> volley target (variant) | raw_sender -> raw_sink | ratio |")
+    print("|---:|---:|---:|")
+    print(f"| {seed_average(volley_mb):.0f} | {seed_average(raw_mb):.0f} | {ratio:.2f} |")
+
+    # 3. Connections.
+    one, four, raw_four = [], [], []
+    for i in range(3):
+        one.append(run_volley(args.bindir, "variant", "1200", args.seconds, 1, 2, None, None, 1)["mb_per_s"])
+        four.append(run_volley(args.bindir, "variant", "1200", args.seconds, 4, 2, None, None, 2)["mb_per_s"])
+        raw_four.append(run_raw(args.bindir, "1200", args.seconds, 4, None, None, args.port)["mb_per_s"])
+    med = lambda v: sorted(v)[len(v) // 2]
+    scaling = med(four) / med(one)
+    results["connections"] = {"one_mb_per_s": one, "four_mb_per_s": four, "raw_four_mb_per_s": raw_four,
+                              "scaling": scaling}
+    print("\n## Connections (1200 mix, target --threads 2, unpinned, median of 3, MB/s)\n")
+    print("| 1 connection | 4 connections | 4 / 1 | raw, 4 connections | volley 4 / raw 4 |")
+    print("|---:|---:|---:|---:|---:|")
+    print(f"| {med(one):.0f} | {med(four):.0f} | {scaling:.2f} | {med(raw_four):.0f} | {med(four) / med(raw_four):.2f} |")
+
+    print("\n## Targets\n")
+    worst_overhead = max(row["variant_over_dummy"] for row in table.values())
+    print(f"- volley >= 0.85 x raw bytes/s on the 1200 mix: {ratio:.2f} ({verdict(ratio >= 0.85)})")
+    print(f"- variant costs at most 5% over dummy: worst {worst_overhead * 100:+.1f}% ({verdict(worst_overhead <= 0.05)})")
+    print(f"- 4 connections do not collapse (>= 0.9 x 1 connection): {scaling:.2f} ({verdict(scaling >= 0.9)})")
+
+    os.makedirs("bench/results", exist_ok=True)
+    path = f"bench/results/gnb-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
+    with open(path, "w") as f:
+        json.dump(results, f, indent=2)
+    print(f"\n(raw samples in {path})")
+
+
+if __name__ == "__main__":
+    main()
