@@ -1,4 +1,6 @@
 // `volley target`: the server the traffic generator shoots at.
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -48,7 +50,20 @@ std::unique_ptr<net::StreamHandler> make_handler(const TargetOptions& o, TargetS
   return std::make_unique<net::GnbStreamHandler<TargetConsumer<HandlerKind::dummy>>>(o.reply, stats);
 }
 
-void print_text_report(const TargetOptions& o, const TargetTotals& t, double seconds) {
+// CPU time the whole process used: what the frames cost the target, whatever
+// the sender's speed (the generator's ns per message mostly measures the sender).
+double process_cpu_seconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
+  return secs(ru.ru_utime) + secs(ru.ru_stime);
+}
+
+double cpu_ns_per_frame(double cpu_seconds, const TargetTotals& t) {
+  return t.frames() ? cpu_seconds * 1e9 / static_cast<double>(t.frames()) : 0.0;
+}
+
+void print_text_report(const TargetOptions& o, const TargetTotals& t, double seconds, double cpu_seconds) {
   fmt::print("volley target report: handler {}, reply {}, {} worker thread(s), up {:.3f} s\n", to_string(o.handler),
              to_string(o.reply), o.threads, seconds);
   fmt::print("  {:<6} {:<13} {:>14} {:>16} {:>12} {:>12}\n", "type", "name", "frames", "bytes", "too long", "too short");
@@ -65,6 +80,7 @@ void print_text_report(const TargetOptions& o, const TargetTotals& t, double sec
   fmt::print("  connections: accepted {}, closed by peer {}, protocol error {}, i/o error {}, shutdown {}, mid-frame {}\n",
              t.connections_opened, t.closed_peer, t.closed_protocol_error, t.closed_io_error, t.closed_shutdown,
              t.closed_mid_frame);
+  fmt::print("  cpu: {:.3f} s user+system, {:.1f} ns per frame\n", cpu_seconds, cpu_ns_per_frame(cpu_seconds, t));
 }
 
 int run_target(const TargetOptions& o) {
@@ -129,6 +145,7 @@ int run_target(const TargetOptions& o) {
 
   const TargetTotals totals = sum(stats);
   const double seconds = seconds_since(start);
+  const double cpu_seconds = process_cpu_seconds();
   if (o.json) {
     boost::json::object report = to_json(totals);
     report["tool"] = "volley target";
@@ -136,9 +153,11 @@ int run_target(const TargetOptions& o) {
     report["reply"] = to_string(o.reply);
     report["threads"] = workers.size();
     report["uptime_s"] = seconds;
+    report["cpu_s"] = cpu_seconds;
+    report["cpu_ns_per_frame"] = cpu_ns_per_frame(cpu_seconds, totals);
     fmt::print("{}\n", to_json_text(report));
   } else {
-    print_text_report(o, totals, seconds);
+    print_text_report(o, totals, seconds, cpu_seconds);
   }
   return 0;
 }

@@ -1,0 +1,101 @@
+// "No allocation per message", checked: this binary replaces the global
+// operator new with one that counts, then runs the per-message paths.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#include <volley/dispatch/legacy_messages.hpp>
+#include <volley/dispatch/views.hpp>
+#include <volley/net/write_queue.hpp>
+#include <volley/wire/gnb_decoder.hpp>
+
+namespace {
+thread_local std::size_t g_allocations = 0;
+}
+
+void* operator new(std::size_t n) {
+  ++g_allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace gnb = volley::wire::gnb;
+namespace dispatch = volley::dispatch;
+
+namespace {
+
+std::vector<std::byte> stream_of(std::size_t frames) {
+  std::vector<std::byte> s;
+  const std::uint16_t types[] = {0x1001, 0x8001, 0x1002, 0x1003, 0x1004, 0x8001};
+  const std::size_t sizes[] = {64, 1200, 16, 12, 16, 0};
+  for (std::size_t i = 0; i < frames; ++i) {
+    const std::size_t at = s.size();
+    s.resize(at + gnb::kHeaderSize + sizes[i % 6], std::byte{1});
+    gnb::write_header(s.data() + at, types[i % 6], static_cast<std::uint32_t>(sizes[i % 6]));
+  }
+  return s;
+}
+
+struct Sum {
+  std::uint64_t total = 0;
+  void operator()(const dispatch::ControlView& v) { total += v.transaction_id; }
+  void operator()(const dispatch::AckView& v) { total += v.transaction_id; }
+  void operator()(const dispatch::NackView& v) { total += v.cause; }
+  void operator()(const dispatch::AckChecksumView& v) { total += v.checksum; }
+  void operator()(const dispatch::DataView& v) { total += v.body.size(); }
+};
+
+// Decodes `stream` in 4 KiB reads, calling `each` per frame; returns allocations made.
+template <class Each>
+std::size_t allocations_while_decoding(gnb::FrameDecoder& decoder, const std::vector<std::byte>& stream, Each each) {
+  const std::size_t before = g_allocations;
+  std::size_t pos = 0, frames = 0;
+  while (pos < stream.size()) {
+    pos += decoder.feed(std::span(stream).subspan(pos, std::min<std::size_t>(4096, stream.size() - pos)));
+    for (auto r = decoder.next(); r.status == gnb::DecodeStatus::frame; r = decoder.next()) {
+      each(r.frame);
+      ++frames;
+    }
+  }
+  EXPECT_EQ(frames, 6000u);
+  return g_allocations - before;
+}
+
+}  // namespace
+
+TEST(Allocations, DecodingAndVariantDispatchAllocateNothingPerMessage) {
+  const auto stream = stream_of(6000);
+  gnb::FrameDecoder decoder;  // its buffer is allocated here, once
+  Sum sum;
+  EXPECT_EQ(allocations_while_decoding(decoder, stream, [&](const gnb::Frame& f) { dispatch::dispatch(f, sum); }), 0u);
+  EXPECT_GT(sum.total, 0u);
+}
+
+TEST(Allocations, TheLegacyPathAllocatesPerMessageSoThisTestCanTell) {
+  const auto stream = stream_of(6000);
+  gnb::FrameDecoder decoder;
+  Sum sum;
+  const std::size_t n = allocations_while_decoding(decoder, stream, [&](const gnb::Frame& f) {
+    dispatch::legacy::dispatch(*dispatch::legacy::make_message(f), sum);
+  });
+  EXPECT_GE(n, 6000u);
+}
+
+TEST(Allocations, WriteQueueReusesItsChunksInSteadyState) {
+  volley::net::WriteQueue q;
+  const std::array<std::byte, 10> reply{};
+  auto round = [&] {
+    for (int i = 0; i < 5000; ++i) q.append(reply);  // 50 KB: fits one pooled chunk
+    q.start_batch();
+    q.finish_batch();
+  };
+  round();  // warms the pool and the segment vectors
+  round();
+  const std::size_t before = g_allocations;
+  for (int r = 0; r < 10; ++r) round();
+  EXPECT_EQ(g_allocations - before, 0u);
+}
