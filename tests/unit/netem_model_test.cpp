@@ -1,0 +1,280 @@
+// Statistical and behavioural tests of the impairment model, with fixed seeds.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include <volley/netem/link_model.hpp>
+
+using namespace volley::netem;
+using namespace std::chrono_literals;
+
+namespace {
+
+Impairment parse(const std::string& text) {
+  std::string error;
+  auto imp = parse_impairment(text, error);
+  EXPECT_TRUE(imp) << text << ": " << error;
+  return imp.value_or(Impairment{});
+}
+
+std::vector<std::byte> packet(std::size_t size, std::uint64_t id) {
+  std::vector<std::byte> p(size);
+  for (std::size_t i = 0; i < size; ++i) p[i] = static_cast<std::byte>((id >> (8 * (i % 8))) & 0xFF);
+  return p;
+}
+
+// Sends `count` packets `spacing` apart and drains everything, in departure order.
+std::vector<Departure> run(LinkModel& link, std::size_t count, Nanos spacing, std::size_t size = 100) {
+  std::vector<Departure> out;
+  Departure d;
+  Nanos now{0};
+  for (std::size_t i = 0; i < count; ++i) {
+    now = Nanos(static_cast<std::int64_t>(i) * spacing.count());
+    while (link.take_due(now, d)) out.push_back(std::move(d));
+    link.submit(now, packet(size, i), i);
+  }
+  while (auto next = link.next_departure()) {
+    while (link.take_due(*next, d)) out.push_back(std::move(d));
+  }
+  return out;
+}
+
+struct Stats {
+  double mean = 0, sd = 0;
+};
+Stats delay_stats(const std::vector<Departure>& deps) {
+  Stats s;
+  for (const auto& d : deps) s.mean += static_cast<double>((d.departs - d.arrived).count());
+  s.mean /= static_cast<double>(deps.size());
+  for (const auto& d : deps) {
+    const double x = static_cast<double>((d.departs - d.arrived).count()) - s.mean;
+    s.sd += x * x;
+  }
+  s.sd = std::sqrt(s.sd / static_cast<double>(deps.size()));
+  return s;
+}
+
+// Lengths of runs of consecutive lost packets (by tag), for burst statistics.
+std::vector<std::size_t> loss_bursts(const std::vector<Departure>& deps, std::size_t sent) {
+  std::vector<bool> got(sent, false);
+  for (const auto& d : deps) got[d.tag] = true;
+  std::vector<std::size_t> bursts;
+  std::size_t run_length = 0;
+  for (std::size_t i = 0; i < sent; ++i) {
+    if (!got[i]) {
+      ++run_length;
+    } else if (run_length) {
+      bursts.push_back(run_length);
+      run_length = 0;
+    }
+  }
+  if (run_length) bursts.push_back(run_length);
+  return bursts;
+}
+
+}  // namespace
+
+TEST(NetemModel, RandomLossRateWithinATenthOfAPoint) {
+  for (const double percent : {1.0, 10.0, 30.0}) {
+    LinkModel link(parse("loss random " + std::to_string(percent) + "%"), 11);
+    const std::size_t n = 1'000'000;
+    const auto deps = run(link, n, 1us);
+    const double rate = 100.0 * static_cast<double>(n - deps.size()) / static_cast<double>(n);
+    EXPECT_NEAR(rate, percent, 0.1) << percent;
+    EXPECT_EQ(link.counters().lost, n - deps.size());
+  }
+}
+
+TEST(NetemModel, GilbertElliottBurstsMatchTheory) {
+  // Simple Gilbert (1-h = 100%, 1-k = 0): loss rate p/(p+r), mean burst 1/r.
+  const double p = 0.01, r = 0.3;
+  LinkModel link(parse("loss gemodel 1% 30%"), 5);
+  const std::size_t n = 2'000'000;
+  const auto deps = run(link, n, 1us, 10);
+  const double rate = static_cast<double>(n - deps.size()) / static_cast<double>(n);
+  const auto bursts = loss_bursts(deps, n);
+  const double mean_burst = static_cast<double>(std::accumulate(bursts.begin(), bursts.end(), std::size_t{0})) /
+                            static_cast<double>(bursts.size());
+  EXPECT_NEAR(rate, p / (p + r), 0.05 * p / (p + r));
+  EXPECT_NEAR(mean_burst, 1 / r, 0.05 / r);
+}
+
+TEST(NetemModel, GilbertElliottGeneralLossRate) {
+  // Loss in both states: rate = pi_good (1-k) + pi_bad (1-h).
+  const double p = 0.05, r = 0.4, one_minus_h = 0.7, one_minus_k = 0.02;
+  LinkModel link(parse("loss gemodel 5% 40% 70% 2%"), 6);
+  const std::size_t n = 1'000'000;
+  const auto deps = run(link, n, 1us, 10);
+  const double pi_bad = p / (p + r);
+  const double theory = (1 - pi_bad) * one_minus_k + pi_bad * one_minus_h;
+  const double rate = static_cast<double>(n - deps.size()) / static_cast<double>(n);
+  EXPECT_NEAR(rate, theory, 0.05 * theory);
+}
+
+TEST(NetemModel, FourStateMarkovLossRateMatchesItsStationaryDistribution) {
+  const double p13 = 0.02, p31 = 0.4, p32 = 0.3, p23 = 0.1, p14 = 0.01;
+  LinkModel link(parse("loss state 2% 40% 30% 10% 1%"), 7);
+  const std::size_t n = 1'000'000;
+  const auto deps = run(link, n, 1us, 10);
+  // Stationary distribution of the chain by power iteration.
+  std::array<double, 4> pi{1, 0, 0, 0};
+  for (int it = 0; it < 10000; ++it) {
+    std::array<double, 4> next{};
+    next[0] += pi[0] * (1 - p13 - p14) + pi[2] * p31 + pi[3];
+    next[3] += pi[0] * p14;
+    next[2] += pi[0] * p13 + pi[1] * p23 + pi[2] * (1 - p31 - p32);
+    next[1] += pi[1] * (1 - p23) + pi[2] * p32;
+    pi = next;
+  }
+  const double theory = pi[2] + pi[3];  // lost in a burst, or an isolated loss
+  const double rate = static_cast<double>(n - deps.size()) / static_cast<double>(n);
+  EXPECT_NEAR(rate, theory, 0.05 * theory);
+}
+
+TEST(NetemModel, DelayMeanAndJitterWithinTwoPercent) {
+  struct Case {
+    std::string text;
+    double sd_ms;
+  };
+  for (const Case& c : {Case{"delay 50ms 10ms distribution normal", 10.0},
+                        Case{"delay 50ms 10ms", 10.0 / std::sqrt(3.0)},
+                        Case{"delay 80ms 10ms distribution pareto", 10.0},
+                        Case{"delay 80ms 10ms distribution paretonormal", 10.0}}) {
+    LinkModel link(parse(c.text), 3);
+    const auto deps = run(link, 400'000, 100us);
+    const Stats s = delay_stats(deps);
+    const double mean_ms = s.mean / 1e6;
+    const double expected_mean = c.text.find("80ms") != std::string::npos ? 80.0 : 50.0;
+    EXPECT_NEAR(mean_ms, expected_mean, 0.02 * expected_mean) << c.text;
+    EXPECT_NEAR(s.sd / 1e6, c.sd_ms, 0.02 * c.sd_ms) << c.text;
+  }
+}
+
+TEST(NetemModel, JitterReordersUnlessOrderIsKept) {
+  auto count_inversions = [](const std::vector<Departure>& deps) {
+    std::size_t inversions = 0;
+    for (std::size_t i = 1; i < deps.size(); ++i) inversions += deps[i].tag < deps[i - 1].tag;
+    return inversions;
+  };
+  LinkModel jittery(parse("delay 50ms 10ms distribution normal"), 9);
+  EXPECT_GT(count_inversions(run(jittery, 100'000, 1ms)), 1000u);
+  LinkModel ordered(parse("delay 50ms 10ms distribution normal keep-order"), 9);
+  const auto deps = run(ordered, 100'000, 1ms);
+  EXPECT_EQ(count_inversions(deps), 0u);
+  EXPECT_EQ(deps.size(), 100'000u);
+}
+
+TEST(NetemModel, RateLimitHoldsAndTheQueueTailDrops) {
+  // 10 Mbit/s with 1000-byte packets: one every 800 us. Offered at twice that.
+  LinkModel link(parse("rate 10mbit limit 100000"), 1);
+  const auto deps = run(link, 100'000, 400us, 1000);
+  ASSERT_EQ(deps.size(), 100'000u);
+  const double seconds = static_cast<double>((deps.back().departs - deps.front().departs).count()) / 1e9;
+  const double bits_per_s = static_cast<double>((deps.size() - 1) * 1000 * 8) / seconds;
+  EXPECT_NEAR(bits_per_s, 10e6, 0.02 * 10e6);
+  for (std::size_t i = 1; i < deps.size(); ++i) ASSERT_GT(deps[i].tag, deps[i - 1].tag);
+
+  LinkModel small(parse("rate 10mbit limit 50"), 1);
+  const auto kept = run(small, 10'000, 400us, 1000);
+  EXPECT_GT(small.counters().queue_full, 4000u);
+  EXPECT_EQ(kept.size() + small.counters().queue_full, 10'000u);
+
+  LinkModel overhead(parse("rate 1mbit 20 100 4"), 1);  // 1000 B + 20 -> 11 cells of 104 B
+  const auto two = run(overhead, 2, 0us, 1000);
+  EXPECT_EQ((two[1].departs - two[0].departs).count(), 11 * 104 * 8 * 1000);
+}
+
+TEST(NetemModel, DuplicateCorruptAndReorder) {
+  LinkModel dup(parse("duplicate 5%"), 2);
+  const auto d = run(dup, 200'000, 1us);
+  EXPECT_NEAR(static_cast<double>(d.size() - 200'000) / 200'000, 0.05, 0.003);
+  EXPECT_EQ(dup.counters().duplicated, d.size() - 200'000);
+
+  LinkModel cor(parse("corrupt 10%"), 2);
+  const auto c = run(cor, 100'000, 1us, 64);
+  std::size_t flipped = 0;
+  for (const auto& dep : c) {
+    const auto original = packet(64, dep.tag);
+    int bits = 0;
+    for (std::size_t i = 0; i < 64; ++i)
+      bits += std::popcount(std::to_integer<unsigned>(dep.bytes[i]) ^ std::to_integer<unsigned>(original[i]));
+    ASSERT_LE(bits, 1);  // netem flips exactly one bit
+    flipped += bits;
+  }
+  EXPECT_EQ(flipped, cor.counters().corrupted);
+  EXPECT_NEAR(static_cast<double>(flipped) / 100'000, 0.10, 0.005);
+
+  // tc-netem: after gap-1 delayed packets, each packet goes at once with 25%
+  // until one does, then the count restarts: one in (gap-1) + 1/25% = 8.
+  LinkModel re(parse("delay 10ms reorder 25% gap 5"), 2);
+  const auto r = run(re, 200'000, 1ms);
+  EXPECT_NEAR(static_cast<double>(re.counters().reordered) / 200'000, 1.0 / 8, 0.003);
+  std::size_t early = 0;
+  for (const auto& dep : r) early += dep.departs == dep.arrived;
+  EXPECT_EQ(early, re.counters().reordered);
+}
+
+TEST(NetemModel, LinkDownDropsEverythingAndCounts) {
+  LinkModel link(parse("delay 1ms down"), 1);
+  EXPECT_TRUE(run(link, 1000, 1us).empty());
+  EXPECT_EQ(link.counters().link_down, 1000u);
+  link.set_down(false);
+  EXPECT_EQ(run(link, 10, 1us).size(), 10u);
+}
+
+TEST(NetemModel, SameSeedSameOutputDifferentSeedDifferent) {
+  const auto imp = parse("delay 30ms 5ms 25% distribution paretonormal loss gemodel 2% 20% duplicate 2% corrupt 1% reorder 10% gap 3");
+  auto fingerprint = [&](std::uint64_t seed) {
+    LinkModel link(imp, seed);
+    std::uint64_t h = 1469598103934665603ull;
+    for (const auto& d : run(link, 200'000, 100us)) {
+      h = (h ^ d.tag) * 1099511628211ull;
+      h = (h ^ static_cast<std::uint64_t>(d.departs.count())) * 1099511628211ull;
+      for (std::byte b : d.bytes) h = (h ^ std::to_integer<std::uint64_t>(b)) * 1099511628211ull;
+    }
+    return h;
+  };
+  EXPECT_EQ(fingerprint(42), fingerprint(42));
+  EXPECT_NE(fingerprint(42), fingerprint(43));
+}
+
+TEST(NetemSyntax, ParsesTcNetemArguments) {
+  const auto imp = parse("delay 50ms 10ms 25% distribution normal loss random 1% 30% duplicate 2 corrupt 0.1% "
+                         "reorder 25% 50% gap 5 rate 10mbit 20 limit 500");
+  EXPECT_EQ(imp.delay, 50ms);
+  EXPECT_EQ(imp.jitter, 10ms);
+  EXPECT_DOUBLE_EQ(imp.delay_correlation, 0.25);
+  EXPECT_EQ(imp.distribution, DelayDistribution::normal);
+  EXPECT_EQ(imp.loss.kind, LossModel::Kind::random);
+  EXPECT_DOUBLE_EQ(imp.loss.probability, 0.01);
+  EXPECT_DOUBLE_EQ(imp.loss.correlation, 0.30);
+  EXPECT_DOUBLE_EQ(imp.duplicate, 0.02);
+  EXPECT_DOUBLE_EQ(imp.corrupt, 0.001);
+  EXPECT_DOUBLE_EQ(imp.reorder, 0.25);
+  EXPECT_EQ(imp.reorder_gap, 5u);
+  EXPECT_EQ(imp.rate_bits_per_s, 10'000'000u);
+  EXPECT_EQ(imp.packet_overhead, 20);
+  EXPECT_EQ(imp.limit, 500u);
+
+  const auto ge = parse("loss gemodel 1%");
+  EXPECT_DOUBLE_EQ(ge.loss.r, 0.99);  // tc's defaults: r = 1 - p, 1-h = 100%, 1-k = 0
+  EXPECT_DOUBLE_EQ(ge.loss.one_minus_h, 1.0);
+  const auto st = parse("loss state 1% 5%");
+  EXPECT_DOUBLE_EQ(st.loss.p31, 0.05);
+  EXPECT_DOUBLE_EQ(st.loss.p23, 1.0);
+  EXPECT_EQ(parse("delay 100").delay, 100us);
+  EXPECT_EQ(parse("rate 1mbps").rate_bits_per_s, 8'000'000u);
+  EXPECT_EQ(parse("").limit, 1000u);
+}
+
+TEST(NetemSyntax, RejectsWhatTcWouldReject) {
+  for (const char* bad : {"delay", "delay fast", "loss", "loss 150%", "loss random x", "distribution gamma",
+                          "reorder 10%", "rate", "rate 10parsecs", "limit 0", "gap 0", "jitter 5ms", "loss state"}) {
+    std::string error;
+    EXPECT_FALSE(parse_impairment(bad, error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+}
