@@ -10,6 +10,7 @@ namespace volley::tools {
 using Runner = std::function<int()>;
 
 Runner add_target_command(CLI::App& app);
+Runner add_netem_command(CLI::App& app);
 // `volley gen` and the `traffic_generator` executable share this.
 Runner add_gen_options(CLI::App& app);
 

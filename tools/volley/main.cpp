@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   volley::tools::Runner run_target = volley::tools::add_target_command(app);
   auto* gen = app.add_subcommand("gen", "Traffic generator: send a mix of gNB messages to a target (as traffic_generator)");
   volley::tools::Runner run_gen = volley::tools::add_gen_options(*gen);
+  volley::tools::Runner run_netem = volley::tools::add_netem_command(app);
 
   CLI11_PARSE(app, argc, argv);
   // Logs go to stderr: stdout carries the reports, JSON included.
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("target")) return run_target();
     if (app.got_subcommand("gen")) return run_gen();
+    if (app.got_subcommand("netem")) return run_netem();
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return 1;

@@ -1,0 +1,48 @@
+#pragma once
+// The part every relay shares: the two directions of an impaired link (up:
+// towards the forward side, down: back), the clock that feeds them, and the one
+// timer that releases packets when they are due. The relays only move bytes
+// between their sockets and this core. Runs on one loop.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <volley/netem/link_model.hpp>
+
+namespace volley::netem {
+
+class RelayCore {
+ public:
+  using Sink = std::function<void(Departure&)>;
+
+  RelayCore(boost::asio::io_context& loop, const Impairment& up, const Impairment& down, std::uint64_t seed,
+            Sink up_sink, Sink down_sink);
+
+  void submit_up(std::vector<std::byte> bytes, std::uint64_t tag) { submit(up_, std::move(bytes), tag); }
+  void submit_down(std::vector<std::byte> bytes, std::uint64_t tag) { submit(down_, std::move(bytes), tag); }
+  void stop();
+
+  Nanos now() const;
+  const LinkModel& up() const noexcept { return up_; }
+  const LinkModel& down() const noexcept { return down_; }
+
+ private:
+  void submit(LinkModel& link, std::vector<std::byte> bytes, std::uint64_t tag);
+  void release();
+  void arm();
+
+  LinkModel up_;
+  LinkModel down_;
+  Sink up_sink_;
+  Sink down_sink_;
+  boost::asio::steady_timer timer_;
+  std::chrono::steady_clock::time_point origin_;
+  bool armed_ = false;
+  std::chrono::steady_clock::time_point armed_for_{};
+  bool stopped_ = false;
+};
+
+}  // namespace volley::netem

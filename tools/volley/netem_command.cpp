@@ -1,0 +1,242 @@
+// `volley netem`: a userspace network impairment emulator, configured with
+// tc-netem's own argument syntax per direction.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value_to.hpp>
+#include <fmt/core.h>
+#include <spdlog/spdlog.h>
+
+#include <volley/netem/tun_relay.hpp>
+#include <volley/netem/udp_relay.hpp>
+
+#include "commands.hpp"
+#include "json_output.hpp"
+
+namespace volley::tools {
+namespace {
+
+namespace asio = boost::asio;
+using netem::LinkCounters;
+
+struct NetemOptions {
+  std::string listen = "127.0.0.1:9000";
+  std::string forward;
+  std::string dev_a = "vnetem-a", dev_b = "vnetem-b";
+  std::string up, down;
+  std::uint64_t seed = 1;
+  double duration = 0;
+  bool json = false;
+  bool progress = true;
+  std::string ready_file;
+};
+
+std::optional<asio::ip::udp::endpoint> parse_endpoint(const std::string& text, std::string& error) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos) {
+    error = "'" + text + "': expected ADDRESS:PORT";
+    return std::nullopt;
+  }
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  unsigned long port = 0;
+  try {
+    port = std::stoul(text.substr(colon + 1));
+  } catch (...) {
+    port = 70000;
+  }
+  if (ec || port > 65535) {
+    error = "'" + text + "': expected a numeric ADDRESS:PORT such as 127.0.0.1:9000";
+    return std::nullopt;
+  }
+  return asio::ip::udp::endpoint(address, static_cast<std::uint16_t>(port));
+}
+
+boost::json::object to_json(const LinkCounters& c) {
+  return {{"packets_in", c.packets_in}, {"bytes_in", c.bytes_in},     {"packets_out", c.packets_out},
+          {"bytes_out", c.bytes_out},   {"lost", c.lost},             {"queue_full", c.queue_full},
+          {"link_down", c.link_down},   {"duplicated", c.duplicated}, {"corrupted", c.corrupted},
+          {"reordered", c.reordered}};
+}
+
+std::string one_line(const LinkCounters& c) {
+  return fmt::format("{} in, {} out, {} lost, {} queue-full, {} dup, {} corrupt, {} reordered", c.packets_in,
+                     c.packets_out, c.lost, c.queue_full, c.duplicated, c.corrupted, c.reordered);
+}
+
+// Runs `relay` (UdpRelay or TunRelay) on this thread until a signal or --duration.
+template <class Relay>
+int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const netem::Impairment& up,
+          const netem::Impairment& down, boost::json::object extra) {
+  const auto start = Clock::now();
+  asio::steady_timer progress(loop), deadline(loop);
+  asio::signal_set signals(loop, SIGINT, SIGTERM);
+  bool stopping = false;
+  auto stop = [&] {
+    stopping = true;
+    relay.stop();
+    progress.cancel();
+    deadline.cancel();
+    signals.cancel();
+  };
+  std::function<void()> tick = [&] {
+    progress.expires_after(std::chrono::seconds(1));
+    progress.async_wait([&](const boost::system::error_code& ec) {
+      if (ec || stopping) return;
+      fmt::print(stderr, "[netem {:6.1f}s] up: {} | down: {}\n", seconds_since(start),
+                 one_line(relay.core().up().counters()), one_line(relay.core().down().counters()));
+      tick();
+    });
+  };
+  if (o.progress) tick();
+  if (o.duration > 0) {
+    deadline.expires_after(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(o.duration)));
+    deadline.async_wait([&](const boost::system::error_code& ec) {
+      if (!ec) stop();
+    });
+  }
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (!ec) stop();
+  });
+  relay.start();
+  if (!o.ready_file.empty()) {
+    // UDP mode writes the port it listens on (useful with --listen ADDRESS:0).
+    const std::string tmp = o.ready_file + ".tmp";
+    std::ofstream(tmp) << (extra.contains("port") ? std::to_string(boost::json::value_to<std::uint64_t>(extra.at("port"))) : "ready") << '\n';
+    std::rename(tmp.c_str(), o.ready_file.c_str());
+  }
+  loop.run();
+
+  const auto& u = relay.core().up().counters();
+  const auto& d = relay.core().down().counters();
+  if (o.json) {
+    extra["tool"] = "volley netem";
+    extra["seconds"] = seconds_since(start);
+    extra["seed"] = o.seed;
+    extra["up_config"] = up.describe();
+    extra["down_config"] = down.describe();
+    extra["up"] = to_json(u);
+    extra["down"] = to_json(d);
+    extra["send_failures"] = relay.errors().send_failures;
+    extra["receive_errors"] = relay.errors().receive_errors;
+    fmt::print("{}\n", to_json_text(extra));
+  } else {
+    fmt::print("volley netem report: {:.3f} s, seed {}\n", seconds_since(start), o.seed);
+    fmt::print("  up   ({}): {}\n", up.describe(), one_line(u));
+    fmt::print("  down ({}): {}\n", down.describe(), one_line(d));
+    fmt::print("  link down drops: up {}, down {}; send failures {}, receive errors {}\n", u.link_down, d.link_down,
+               relay.errors().send_failures, relay.errors().receive_errors);
+  }
+  return 0;
+}
+
+bool parse_both(const NetemOptions& o, netem::Impairment& up, netem::Impairment& down) {
+  std::string error;
+  auto u = netem::parse_impairment(o.up, error);
+  if (!u) {
+    fmt::print(stderr, "volley netem: --up: {}\n", error);
+    return false;
+  }
+  auto d = netem::parse_impairment(o.down, error);
+  if (!d) {
+    fmt::print(stderr, "volley netem: --down: {}\n", error);
+    return false;
+  }
+  up = *u;
+  down = *d;
+  return true;
+}
+
+int run_udp(const NetemOptions& o) {
+  netem::Impairment up, down;
+  if (!parse_both(o, up, down)) return 2;
+  std::string error;
+  const auto listen = parse_endpoint(o.listen, error);
+  const auto forward = listen ? parse_endpoint(o.forward, error) : std::nullopt;
+  if (!listen || !forward) {
+    fmt::print(stderr, "volley netem: {}\n", error);
+    return 2;
+  }
+  asio::io_context loop(1);
+  std::unique_ptr<netem::UdpRelay> relay;
+  try {
+    relay = std::make_unique<netem::UdpRelay>(loop, *listen, *forward, up, down, o.seed);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "volley netem: cannot listen on {}: {}\n", o.listen, e.what());
+    return 1;
+  }
+  const auto local = relay->local_endpoint();
+  spdlog::info("netem: relaying udp {}:{} -> {}; up: {}; down: {}", local.address().to_string(), local.port(),
+               o.forward, up.describe(), down.describe());
+  return serve(loop, *relay, o, up, down,
+               {{"mode", "udp"},
+                {"listen", fmt::format("{}:{}", local.address().to_string(), local.port())},
+                {"port", local.port()},
+                {"forward", o.forward}});
+}
+
+int run_tun(const NetemOptions& o) {
+  netem::Impairment up, down;
+  if (!parse_both(o, up, down)) return 2;
+  std::string error;
+  const int a = netem::open_tun(o.dev_a, error);
+  const int b = a < 0 ? -1 : netem::open_tun(o.dev_b, error);
+  if (a < 0 || b < 0) {
+    if (a >= 0) ::close(a);
+    fmt::print(stderr, "volley netem tun: {}\n", error);
+    return 1;
+  }
+  asio::io_context loop(1);
+  netem::TunRelay relay(loop, a, b, up, down, o.seed);
+  spdlog::info("netem: relaying between TUN {} and {}; up: {}; down: {}", o.dev_a, o.dev_b, up.describe(),
+               down.describe());
+  return serve(loop, relay, o, up, down, {{"mode", "tun"}, {"dev_a", o.dev_a}, {"dev_b", o.dev_b}});
+}
+
+void add_common(CLI::App& cmd, NetemOptions& o) {
+  cmd.add_option("--up", o.up, "Impairment towards the forward side / device b, in tc-netem syntax, e.g. "
+                               "'delay 50ms 10ms distribution normal loss random 1%'");
+  cmd.add_option("--down", o.down, "Impairment of the way back, same syntax");
+  cmd.add_option("--seed", o.seed, "Seed of the impairment randomness (same seed, same impairments)")
+      ->capture_default_str();
+  cmd.add_option("--duration", o.duration, "Stop after this many seconds (default: run until SIGINT/SIGTERM)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_flag("--json", o.json, "Print the final counters as JSON on stdout");
+  cmd.add_flag("!--no-progress", o.progress, "Do not print counters each second on stderr");
+  cmd.add_option("--ready-file", o.ready_file,
+                 "Write this file once the relay is running (UDP mode: the port it listens on)");
+}
+
+}  // namespace
+
+Runner add_netem_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("netem", "Network impairment emulator: a UDP relay (or, with `tun`, an IP link) "
+                                          "that delays, drops, duplicates, corrupts, reorders and rate-limits");
+  auto o = std::make_shared<NetemOptions>();
+  cmd->add_option("--listen", o->listen, "Address:port clients send to")->capture_default_str();
+  cmd->add_option("--forward", o->forward, "Address:port the datagrams are relayed to");
+  add_common(*cmd, *o);
+  auto* tun = cmd->add_subcommand("tun", "Relay IP packets between two TUN devices (see scripts/netem-tun.sh); needs root");
+  tun->add_option("--dev-a", o->dev_a, "TUN device of side a (its packets go up)")->capture_default_str();
+  tun->add_option("--dev-b", o->dev_b, "TUN device of side b (its packets come down)")->capture_default_str();
+  add_common(*tun, *o);
+  return [o, cmd, tun]() -> int {
+    if (tun->parsed()) return run_tun(*o);
+    if (o->forward.empty()) {
+      fmt::print(stderr, "volley netem: --forward ADDRESS:PORT is required (or use `volley netem tun`)\n");
+      return 2;
+    }
+    (void)cmd;
+    return run_udp(*o);
+  };
+}
+
+}  // namespace volley::tools
