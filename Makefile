@@ -19,7 +19,7 @@ test: deps
 	@bash scripts/run-tests.sh
 
 bench: build
-	@bash bench/run-gnb-bench.sh $(BUILD_DIR)/bin
+	@bash bench/run-bench.sh $(BUILD_DIR)/bin
 
 clean:
 	rm -rf build build-asan build-fuzz

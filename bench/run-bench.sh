@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make bench`: the microbenchmarks, then the end-to-end gNB benchmarks.
+# `make bench`: the microbenchmarks, the end-to-end gNB benchmarks, the netem relay.
 set -euo pipefail
 bin=${1:-build/bin}
 cd "$(dirname "$0")/.."
@@ -8,3 +8,4 @@ echo "# Microbenchmarks (Google Benchmark)"
 echo
 # Debian's interpreter: the first python3 on PATH may be another one.
 /usr/bin/python3 bench/gnb_bench.py "$bin"
+/usr/bin/python3 bench/netem_bench.py "$bin"

@@ -1,0 +1,224 @@
+// `volley netem` as a real process over loopback, and its TUN mode between two
+// network namespaces made by scripts/netem-tun.sh (where root).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "child_process.hpp"
+#include "target_fixture.hpp"
+#include "udp_helpers.hpp"
+
+using namespace volley::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+class RunningRelay {
+ public:
+  RunningRelay(const TempDir& dir, int forward_port, std::vector<std::string> args, const std::string& name = "relay") {
+    std::vector<std::string> argv{bin("volley"), "netem", "--listen", "127.0.0.1:0",
+                                  "--forward", "127.0.0.1:" + std::to_string(forward_port),
+                                  "--json", "--no-progress", "--ready-file", dir.file(name + ".ready")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    process_ = std::make_unique<ChildProcess>(argv, dir.file(name));
+    for (int i = 0; i < 1000 && port_ == 0; ++i) {
+      const std::string text = read_file(dir.file(name + ".ready"));
+      if (!text.empty()) port_ = std::stoi(text);
+      else std::this_thread::sleep_for(10ms);
+    }
+    if (port_ == 0) ADD_FAILURE() << "relay did not start: " << process_->stderr_text();
+  }
+  int port() const { return port_; }
+  boost::json::object stop() {
+    process_->send_signal(SIGTERM);
+    EXPECT_EQ(process_->wait_for(20s).value_or(-1), 0) << process_->stderr_text();
+    return boost::json::parse(process_->stdout_text()).as_object();
+  }
+
+ private:
+  std::unique_ptr<ChildProcess> process_;
+  int port_ = 0;
+};
+
+std::vector<std::byte> datagram(std::uint32_t seq, std::size_t size) {
+  std::vector<std::byte> d(std::max<std::size_t>(size, 4));
+  for (int i = 0; i < 4; ++i) d[static_cast<std::size_t>(i)] = static_cast<std::byte>(seq >> (8 * i));
+  for (std::size_t i = 4; i < d.size(); ++i) d[i] = static_cast<std::byte>(seq * 7 + i);
+  return d;
+}
+
+std::uint32_t seq_of(const std::vector<std::byte>& d) {
+  std::uint32_t s = 0;
+  for (int i = 0; i < 4; ++i) s |= std::to_integer<std::uint32_t>(d[static_cast<std::size_t>(i)]) << (8 * i);
+  return s;
+}
+
+// Sends `count` datagrams with at most `window` unanswered, collects the echoes.
+std::map<std::uint32_t, std::vector<std::byte>> exchange(int port, std::uint32_t count, std::size_t window,
+                                                         std::chrono::milliseconds linger) {
+  UdpSocket client;
+  std::map<std::uint32_t, std::vector<std::byte>> got;
+  std::uint32_t sent = 0;
+  std::size_t outstanding = 0;
+  while (sent < count) {
+    while (outstanding < window && sent < count) {
+      client.send_to(port, datagram(sent, 1 + (sent * 37) % 1400));
+      ++sent;
+      ++outstanding;
+    }
+    if (auto d = client.receive(linger)) {
+      got.emplace(seq_of(*d), *d);
+      --outstanding;
+    } else {
+      outstanding = 0;  // the rest of this window was lost
+    }
+  }
+  while (auto d = client.receive(linger)) got.emplace(seq_of(*d), *d);
+  return got;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<double> ping_ms(int port, int count) {
+  UdpSocket client;
+  std::vector<double> rtts;
+  for (int i = 0; i < count; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    client.send_to(port, datagram(static_cast<std::uint32_t>(i), 64));
+    if (client.receive(2000ms))
+      rtts.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  return rtts;
+}
+
+}  // namespace
+
+TEST(NetemRelay, WithoutImpairmentEveryDatagramArrivesIntact) {
+  TempDir dir;
+  UdpEchoServer echo;
+  RunningRelay relay(dir, echo.port(), {});
+  ASSERT_NE(relay.port(), 0);
+  const std::uint32_t n = 5000;
+  const auto got = exchange(relay.port(), n, 32, 500ms);
+  ASSERT_EQ(got.size(), n);
+  for (const auto& [seq, bytes] : got) ASSERT_EQ(bytes, datagram(seq, 1 + (seq * 37) % 1400)) << seq;
+  const auto report = relay.stop();
+  EXPECT_EQ(u64(report.at("up").at("packets_in")), n);
+  EXPECT_EQ(u64(report.at("up").at("packets_out")), n);
+  EXPECT_EQ(u64(report.at("down").at("packets_out")), n);
+  EXPECT_EQ(u64(report.at("send_failures")), 0u);
+}
+
+TEST(NetemRelay, AddsTheConfiguredDelayToTheRoundTrip) {
+  TempDir dir;
+  UdpEchoServer echo;
+  RunningRelay relay(dir, echo.port(), {"--up", "delay 15ms", "--down", "delay 25ms"});
+  ASSERT_NE(relay.port(), 0);
+  const double direct = median(ping_ms(echo.port(), 30));
+  const auto through = ping_ms(relay.port(), 30);
+  ASSERT_EQ(through.size(), 30u);
+  const double extra = median(through) - direct;
+  EXPECT_GE(extra, 40.0 - 0.5);
+  EXPECT_LE(extra, 40.0 + 5.0);  // timer wake-ups on a shared machine
+  relay.stop();
+}
+
+TEST(NetemRelay, LossIsCountedAndTheSameSeedLosesTheSamePackets) {
+  auto lost_set = [](std::uint64_t seed) {
+    TempDir dir;
+    UdpEchoServer echo;
+    RunningRelay relay(dir, echo.port(), {"--up", "loss 20%", "--seed", std::to_string(seed)});
+    const auto got = exchange(relay.port(), 2000, 64, 100ms);
+    const auto report = relay.stop();
+    EXPECT_EQ(u64(report.at("up").at("lost")) + u64(report.at("up").at("packets_out")),
+              u64(report.at("up").at("packets_in")));
+    EXPECT_EQ(u64(report.at("up").at("packets_in")), 2000u);
+    EXPECT_EQ(got.size(), u64(report.at("down").at("packets_out")));
+    std::set<std::uint32_t> lost;
+    for (std::uint32_t s = 0; s < 2000; ++s)
+      if (!got.count(s)) lost.insert(s);
+    return lost;
+  };
+  const auto first = lost_set(7);
+  EXPECT_NEAR(static_cast<double>(first.size()) / 2000, 0.20, 0.03);
+  EXPECT_EQ(lost_set(7), first);
+  EXPECT_NE(lost_set(8), first);
+}
+
+TEST(NetemRelay, BadArgumentsAreRefusedClearly) {
+  TempDir dir;
+  ChildProcess bad_syntax({bin("volley"), "netem", "--forward", "127.0.0.1:9", "--up", "delay soon"}, dir.file("a"));
+  EXPECT_EQ(bad_syntax.wait_for(10s).value_or(-1), 2);
+  EXPECT_NE(bad_syntax.stderr_text().find("--up: delay needs a time"), std::string::npos);
+  ChildProcess no_forward({bin("volley"), "netem"}, dir.file("b"));
+  EXPECT_EQ(no_forward.wait_for(10s).value_or(-1), 2);
+  EXPECT_NE(no_forward.stderr_text().find("--forward"), std::string::npos);
+  ChildProcess bad_endpoint({bin("volley"), "netem", "--forward", "localhost"}, dir.file("c"));
+  EXPECT_EQ(bad_endpoint.wait_for(10s).value_or(-1), 2);
+}
+
+TEST(NetemTun, CarriesTcpThroughALossyCorruptingLinkIntact) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  struct stat st{};
+  if (::stat("/dev/net/tun", &st) != 0) GTEST_SKIP() << "no /dev/net/tun";
+  if (::access("/usr/sbin/ip", X_OK) != 0 && ::access("/sbin/ip", X_OK) != 0) GTEST_SKIP() << "no iproute2";
+
+  TempDir dir;
+  const std::string name = "vt" + std::to_string(::getpid());
+  const std::string script = std::string(VOLLEY_SOURCE_DIR) + "/scripts/netem-tun.sh";
+  const std::string bin_dir = VOLLEY_BIN_DIR;
+  struct Teardown {
+    std::string script, name, out;
+    ~Teardown() { ChildProcess({"/bin/bash", script, "stop", "--name", name}, out).wait_for(30s); }
+  } teardown{script, name, dir.file("stop")};
+
+  ChildProcess start({"/bin/bash", script, "start", "--name", name, "--bin", bin_dir, "--seed", "3", "--up",
+                      "delay 2ms loss 3% corrupt 1% duplicate 1%", "--down", "delay 2ms loss 3%"},
+                     dir.file("start"));
+  ASSERT_EQ(start.wait_for(60s).value_or(-1), 0) << start.stderr_text();
+
+  ChildProcess target({"/usr/sbin/ip", "netns", "exec", name + "-b", bin("volley"), "target", "--bind", "198.18.0.2",
+                       "--port", "0", "--port-file", dir.file("port"), "--reply", "ack-checksum", "--json",
+                       "--no-progress"},
+                      dir.file("target"));
+  std::string port;
+  for (int i = 0; i < 1000 && port.empty(); ++i) {
+    port = read_file(dir.file("port"));
+    if (port.empty()) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_FALSE(port.empty()) << target.stderr_text();
+  port.erase(port.find_last_not_of("\n") + 1);
+
+  ChildProcess gen({"/usr/sbin/ip", "netns", "exec", name + "-a", bin("traffic_generator"), "--host", "198.18.0.2",
+                    "--port", port, "-m", "1001:64:50", "-m", "8001:1000:50", "--random-payload", "-t", "2", "--json",
+                    "--no-progress"},
+                   dir.file("gen"));
+  ASSERT_EQ(gen.wait_for(90s).value_or(-1), 0) << gen.stderr_text();
+  target.send_signal(SIGTERM);
+  ASSERT_EQ(target.wait_for(30s).value_or(-1), 0) << target.stderr_text();
+
+  const auto g = boost::json::parse(gen.stdout_text()).as_object();
+  const auto t = boost::json::parse(target.stdout_text()).as_object();
+  EXPECT_GT(u64(g.at("frames")), 1000u);
+  EXPECT_EQ(u64(t.at("frames")), u64(g.at("frames")));
+  EXPECT_EQ(u64(t.at("bytes")), u64(g.at("bytes")));
+  EXPECT_EQ(u64(g.at("replies").at("ack_checksum")), u64(g.at("specs").at(0).at("frames")));
+  EXPECT_EQ(u64(g.at("replies").at("checksum_mismatches")), 0u);
+
+  // The link really was impaired: the relay counted losses and corruptions.
+  ChildProcess stop({"/bin/bash", script, "stop", "--name", name}, dir.file("stop2"));
+  ASSERT_EQ(stop.wait_for(30s).value_or(-1), 0);
+  const auto relay = boost::json::parse(stop.stdout_text()).as_object();
+  EXPECT_GT(u64(relay.at("up").at("lost")), 0u);
+  EXPECT_GT(u64(relay.at("up").at("corrupted")), 0u);
+  EXPECT_GT(u64(relay.at("down").at("lost")), 0u);
+}
