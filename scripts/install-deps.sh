@@ -9,8 +9,8 @@ required=(
   libgtest-dev libbenchmark-dev
   python3-matplotlib
   # clang and its runtime build the libFuzzer targets; iproute2 and util-linux
-  # (taskset) are used by benchmark scripts.
-  clang libclang-rt-14-dev util-linux
+  # (taskset) are used by the netem namespaces script and the benchmarks.
+  clang libclang-rt-14-dev util-linux iproute2
 )
 
 missing=()

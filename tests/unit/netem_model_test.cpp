@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <vector>
 
@@ -192,6 +193,9 @@ TEST(NetemModel, DuplicateCorruptAndReorder) {
   const auto d = run(dup, 200'000, 1us);
   EXPECT_NEAR(static_cast<double>(d.size() - 200'000) / 200'000, 0.05, 0.003);
   EXPECT_EQ(dup.counters().duplicated, d.size() - 200'000);
+  std::map<std::uint64_t, int> copies;
+  for (const auto& dep : d) ++copies[dep.tag];
+  for (const auto& [tag, n] : copies) ASSERT_LE(n, 2) << tag;
 
   LinkModel cor(parse("corrupt 10%"), 2);
   const auto c = run(cor, 100'000, 1us, 64);
@@ -215,6 +219,28 @@ TEST(NetemModel, DuplicateCorruptAndReorder) {
   std::size_t early = 0;
   for (const auto& dep : r) early += dep.departs == dep.arrived;
   EXPECT_EQ(early, re.counters().reordered);
+}
+
+TEST(NetemModel, CountersAlwaysAddUp) {
+  LinkModel link(parse("delay 5ms 2ms loss gemodel 5% 30% duplicate 10% corrupt 1% reorder 5% gap 2 rate 50mbit limit 20"), 4);
+  Departure d;
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < 100'000; ++i) {
+    const Nanos now(static_cast<std::int64_t>(i) * 20'000);
+    while (link.take_due(now, d)) ++out;
+    link.submit(now, packet(200, i), i);
+    if (i == 50'000) link.set_down(true);
+    if (i == 60'000) link.set_down(false);
+    const auto& c = link.counters();
+    ASSERT_EQ(c.packets_in + c.duplicated, c.packets_out + c.lost + c.queue_full + c.link_down + link.held()) << i;
+  }
+  const auto& c = link.counters();
+  EXPECT_EQ(c.packets_out, out);
+  EXPECT_GT(c.lost, 0u);
+  EXPECT_GT(c.queue_full, 0u);
+  EXPECT_EQ(c.link_down, 10'000u);
+  EXPECT_GT(c.duplicated, 0u);
+  EXPECT_GT(c.reordered, 0u);
 }
 
 TEST(NetemModel, LinkDownDropsEverythingAndCounts) {

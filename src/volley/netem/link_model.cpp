@@ -141,16 +141,16 @@ void LinkModel::submit(Nanos now, std::vector<std::byte> bytes, std::uint64_t ta
   }
   // As tc-netem: decide on a duplicate first, then a loss takes one copy away.
   int copies = 1;
-  if (imp_.duplicate > 0 && duplicate_u_.next(rng_) < imp_.duplicate) ++copies;
+  if (imp_.duplicate > 0 && duplicate_u_.next(rng_) < imp_.duplicate) {
+    ++copies;
+    counters_.duplicated += 1;
+  }
   if (lose()) {
     counters_.lost += 1;
     --copies;
   }
   if (copies == 0) return;
-  if (copies == 2) {
-    counters_.duplicated += 1;
-    enqueue(now, bytes, tag, true);
-  }
+  if (copies == 2) enqueue(now, bytes, tag, true);
   enqueue(now, std::move(bytes), tag, false);
 }
 

@@ -23,7 +23,7 @@ struct LinkCounters {
   std::uint64_t lost = 0;          // by the loss model
   std::uint64_t queue_full = 0;    // tail-dropped at the limit
   std::uint64_t link_down = 0;     // dropped while the link was down
-  std::uint64_t duplicated = 0;    // extra copies made
+  std::uint64_t duplicated = 0;    // extra copies made (a loss may then take one copy)
   std::uint64_t corrupted = 0;     // packets with a bit flipped
   std::uint64_t reordered = 0;     // sent ahead of the queue
 };
