@@ -35,6 +35,7 @@ class RunningRelay {
     if (port_ == 0) ADD_FAILURE() << "relay did not start: " << process_->stderr_text();
   }
   int port() const { return port_; }
+  void signal(int signo) { process_->send_signal(signo); }
   boost::json::object stop() {
     process_->send_signal(SIGTERM);
     EXPECT_EQ(process_->wait_for(20s).value_or(-1), 0) << process_->stderr_text();
@@ -88,13 +89,13 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-std::vector<double> ping_ms(int port, int count) {
+std::vector<double> ping_ms(int port, int count, std::chrono::milliseconds timeout = 2000ms) {
   UdpSocket client;
   std::vector<double> rtts;
   for (int i = 0; i < count; ++i) {
     const auto start = std::chrono::steady_clock::now();
     client.send_to(port, datagram(static_cast<std::uint32_t>(i), 64));
-    if (client.receive(2000ms))
+    if (client.receive(timeout))
       rtts.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   return rtts;
@@ -152,6 +153,22 @@ TEST(NetemRelay, LossIsCountedAndTheSameSeedLosesTheSamePackets) {
   EXPECT_NEAR(static_cast<double>(first.size()) / 2000, 0.20, 0.03);
   EXPECT_EQ(lost_set(7), first);
   EXPECT_NE(lost_set(8), first);
+}
+
+TEST(NetemRelay, Sigusr1CutsTheLinkAndRestoresIt) {
+  TempDir dir;
+  UdpEchoServer echo;
+  RunningRelay relay(dir, echo.port(), {});
+  ASSERT_NE(relay.port(), 0);
+  EXPECT_EQ(ping_ms(relay.port(), 5).size(), 5u);
+  relay.signal(SIGUSR1);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(ping_ms(relay.port(), 3, 300ms).size(), 0u);
+  relay.signal(SIGUSR1);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(ping_ms(relay.port(), 5).size(), 5u);
+  const auto report = relay.stop();
+  EXPECT_EQ(u64(report.at("up").at("link_down")), 3u);
 }
 
 TEST(NetemRelay, BadArgumentsAreRefusedClearly) {

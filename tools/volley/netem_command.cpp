@@ -79,6 +79,7 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
   const auto start = Clock::now();
   asio::steady_timer progress(loop), deadline(loop);
   asio::signal_set signals(loop, SIGINT, SIGTERM);
+  asio::signal_set toggles(loop, SIGUSR1);  // cuts the link and restores it, to test a peer mid-run
   bool stopping = false;
   auto stop = [&] {
     stopping = true;
@@ -86,6 +87,7 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
     progress.cancel();
     deadline.cancel();
     signals.cancel();
+    toggles.cancel();
   };
   std::function<void()> tick = [&] {
     progress.expires_after(std::chrono::seconds(1));
@@ -106,6 +108,17 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
   signals.async_wait([&](const boost::system::error_code& ec, int) {
     if (!ec) stop();
   });
+  bool link_down = up.down && down.down;
+  std::function<void()> wait_toggle = [&] {
+    toggles.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec || stopping) return;
+      link_down = !link_down;
+      relay.core().set_down(link_down);
+      spdlog::warn("netem: link {} (SIGUSR1)", link_down ? "down" : "up");
+      wait_toggle();
+    });
+  };
+  wait_toggle();
   relay.start();
   if (!o.ready_file.empty()) {
     // UDP mode writes the port it listens on (useful with --listen ADDRESS:0).

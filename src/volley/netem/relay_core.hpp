@@ -24,6 +24,11 @@ class RelayCore {
   void submit_up(std::vector<std::byte> bytes, std::uint64_t tag) { submit(up_, std::move(bytes), tag); }
   void submit_down(std::vector<std::byte> bytes, std::uint64_t tag) { submit(down_, std::move(bytes), tag); }
   void stop();
+  // Cuts (or restores) both directions: arriving packets are dropped and counted.
+  void set_down(bool down) noexcept {
+    up_.set_down(down);
+    down_.set_down(down);
+  }
 
   Nanos now() const;
   const LinkModel& up() const noexcept { return up_; }

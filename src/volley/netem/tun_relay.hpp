@@ -27,6 +27,7 @@ class TunRelay {
   void start();
   void stop();
   const RelayCore& core() const noexcept { return core_; }
+  RelayCore& core() noexcept { return core_; }
   const RelayErrors& errors() const noexcept { return errors_; }
 
  private:

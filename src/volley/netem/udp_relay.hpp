@@ -30,6 +30,7 @@ class UdpRelay {
   void stop();
 
   const RelayCore& core() const noexcept { return core_; }
+  RelayCore& core() noexcept { return core_; }
   const RelayErrors& errors() const noexcept { return errors_; }
   std::size_t clients() const noexcept { return sessions_.size(); }
 
