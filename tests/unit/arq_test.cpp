@@ -86,7 +86,10 @@ TEST(ArqRto, FollowsRfc6298) {
   rto.backoff();
   rto.backoff();
   EXPECT_EQ(rto.rto(), 2s);  // capped
-  rto.sample(100ms);  // a fresh sample ends the backoff
+  rto.clear_backoff();  // progress without a sample: back to SRTT + 4 RTTVAR
+  EXPECT_EQ(rto.rto(), 250ms);
+  rto.backoff();
+  rto.sample(100ms);  // a fresh sample ends the backoff too
   EXPECT_LT(rto.rto(), 300ms);
   for (int i = 0; i < 50; ++i) rto.sample(1ms);
   EXPECT_EQ(rto.rto(), 20ms);  // the floor
@@ -325,3 +328,19 @@ TEST(ArqBehaviour, ASlowReaderThrottlesTheSenderWithoutLoss) {
   EXPECT_LT(r.receiver.outside_window, 200u);
 }
 
+
+TEST(ArqBehaviour, GoBackNKeepsItsTimeoutShortOnALossyLink) {
+  // Nearly every window loses a packet, a timeout resends everything, and so
+  // Karn's rule finds no sample to take: unless progress ends the backoff, the
+  // RTO climbs to its cap and every loss costs 10 s.
+  SimOptions o;
+  o.scheme = Scheme::go_back_n;
+  o.forward = o.backward = "delay 10ms loss 10%";
+  o.window = 16;
+  o.messages = 5000;
+  const SimResult r = simulate(o);
+  ASSERT_TRUE(r.finished);
+  EXPECT_TRUE(r.exact);
+  RecordProperty("virtual_seconds", std::to_string(r.elapsed.count() / 1'000'000'000));
+  EXPECT_LT(r.elapsed, 5min);  // about 1.5 min; with the RTO stuck at its cap it took hours
+}

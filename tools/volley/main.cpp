@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   auto* gen = app.add_subcommand("gen", "Traffic generator: send a mix of gNB messages to a target (as traffic_generator)");
   volley::tools::Runner run_gen = volley::tools::add_gen_options(*gen);
   volley::tools::Runner run_netem = volley::tools::add_netem_command(app);
+  volley::tools::Runner run_arq = volley::tools::add_arq_commands(app);
+  volley::tools::Runner run_arq_bench = volley::tools::add_arq_bench_command(app);
 
   CLI11_PARSE(app, argc, argv);
   // Logs go to stderr: stdout carries the reports, JSON included.
@@ -25,6 +27,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("target")) return run_target();
     if (app.got_subcommand("gen")) return run_gen();
     if (app.got_subcommand("netem")) return run_netem();
+    if (app.got_subcommand("arq-send") || app.got_subcommand("arq-recv")) return run_arq();
+    if (app.got_subcommand("arq-bench")) return run_arq_bench();
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return 1;

@@ -41,6 +41,16 @@ class RtoEstimator {
     update();
   }
 
+  // Back to SRTT + 4 RTTVAR without a new sample. Called when an ack brings
+  // progress: the path works again, even when every packet in flight was
+  // retransmitted and Karn's rule leaves no sample to take (go-back-N on a lossy
+  // link would otherwise wait out the capped RTO on every loss).
+  void clear_backoff() noexcept {
+    if (backoffs_ == 0) return;
+    backoffs_ = 0;
+    update();
+  }
+
   Nanos rto() const noexcept { return rto_; }
   Nanos srtt() const noexcept { return srtt_; }
   Nanos rttvar() const noexcept { return rttvar_; }

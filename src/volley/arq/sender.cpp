@@ -51,11 +51,14 @@ void ArqSender::transmit_packet(Outstanding& o, Nanos now, const Transmit& trans
 }
 
 void ArqSender::acknowledge_through(std::uint32_t cumulative, Nanos now) {
+  bool progress = false;
   while (!in_flight_.empty() && seq_before(in_flight_.front().sequence, cumulative)) {
     const Outstanding& o = in_flight_.front();
     if (o.transmissions == 1 && !o.acked) rto_.sample(now - o.first_sent);  // Karn: never from a resend
     in_flight_.pop_front();
+    progress = true;
   }
+  if (progress) rto_.clear_backoff();
 }
 
 void ArqSender::on_packet(std::span<const std::byte> bytes, Nanos now) {

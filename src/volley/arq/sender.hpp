@@ -9,7 +9,8 @@
 //  - selective repeat: up to `window` outstanding, each with its own timer; a
 //    timeout resends only that packet; selective acks mark what arrived, and a
 //    hole that `fast_retransmit_after` later packets have passed is resent at once.
-// All three: RTO from RFC 6298 with Karn's rule, the receiver's window honoured,
+// All three: RTO from RFC 6298 with Karn's rule (an ack that advances the
+// cumulative point also ends a backoff), the receiver's window honoured,
 // and the peer declared dead after `dead_after` backed-off timeouts in a row
 // with no ack at all.
 #include <cstdint>

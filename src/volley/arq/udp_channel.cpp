@@ -1,0 +1,106 @@
+#include <volley/arq/udp_channel.hpp>
+
+namespace volley::arq {
+
+namespace asio = boost::asio;
+using asio::ip::udp;
+
+ArqChannel::ArqChannel(asio::io_context& loop, udp::socket socket, std::optional<udp::endpoint> peer,
+                       const SenderConfig& sender, const ReceiverConfig& receiver, MessageHandler on_message)
+    : socket_(std::move(socket)),
+      timer_(loop),
+      peer_(peer),
+      sender_(sender),
+      receiver_(receiver),
+      on_message_(std::move(on_message)),
+      buffer_(65536) {
+  socket_.non_blocking(true);
+}
+
+Nanos ArqChannel::now() {
+  // CLOCK_MONOTONIC: comparable between processes of one machine, so a sender's
+  // input time and a receiver's delivery time can be subtracted.
+  return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+}
+
+void ArqChannel::start() {
+  receive();
+  service();
+}
+
+bool ArqChannel::send(std::span<const std::byte> message) {
+  const bool accepted = sender_.send(message);
+  if (accepted) service();
+  return accepted;
+}
+
+void ArqChannel::close(Done done) {
+  close_done_ = std::move(done);
+  sender_.close();
+  service();
+}
+
+void ArqChannel::stop() {
+  stopped_ = true;
+  boost::system::error_code ignored;
+  timer_.cancel();
+  socket_.close(ignored);
+}
+
+void ArqChannel::transmit(std::span<const std::byte> packet) {
+  if (!peer_) return;  // a listener has nobody to answer yet
+  boost::system::error_code ec;
+  socket_.send_to(asio::buffer(packet.data(), packet.size()), *peer_, 0, ec);
+  if (ec) stats_.send_failures += 1;  // as good as a loss: the protocol recovers
+}
+
+void ArqChannel::receive() {
+  socket_.async_receive_from(asio::buffer(buffer_), from_, [this](const boost::system::error_code& ec, std::size_t n) {
+    if (stopped_ || ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      const std::span<const std::byte> packet(buffer_.data(), n);
+      const Nanos t = now();
+      if (!peer_ && decode(packet).error == PacketError::none) peer_ = from_;
+      if (peer_ && from_ != *peer_) {
+        stats_.foreign_datagrams += 1;
+      } else if (n > 4 && std::to_integer<int>(packet[4]) == 2) {
+        sender_.on_packet(packet, t);
+      } else {
+        receiver_.on_packet(packet, t, [this](std::span<const std::byte> p) { transmit(p); });
+        while (receiver_.receive(message_)) on_message_(message_);
+      }
+    }
+    // Errors such as ICMP port unreachable only mean the peer is not there yet.
+    service();
+    receive();
+  });
+}
+
+void ArqChannel::service() {
+  if (stopped_) return;
+  const Nanos t = now();
+  const auto out = [this](std::span<const std::byte> p) { transmit(p); };
+  sender_.poll(t, out);
+  receiver_.poll(t, out);
+  if (close_done_ && (sender_.finished() || sender_.failed())) {
+    auto done = std::move(close_done_);
+    close_done_ = nullptr;
+    done(sender_.error());
+  }
+  if (peer_done_ && receiver_.finished()) {
+    auto done = std::move(peer_done_);
+    peer_done_ = nullptr;
+    done({});
+  }
+  if (const auto next = sender_.next_timeout()) {
+    timer_.expires_at(std::chrono::steady_clock::time_point(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(*next)));
+    timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) service();
+    });
+  } else {
+    timer_.cancel();
+  }
+}
+
+}  // namespace volley::arq

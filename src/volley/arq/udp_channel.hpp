@@ -1,0 +1,71 @@
+#pragma once
+// An ARQ channel over a UDP socket: messages sent here reach the peer's
+// channel exactly once and in order. Each side is an ArqSender and an
+// ArqReceiver sharing one socket and one conversation id, so a channel carries
+// data both ways. A thin layer: it feeds datagrams and the time to the state
+// machines and sets one timer for their next deadline. Runs on one loop.
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <volley/arq/receiver.hpp>
+#include <volley/arq/sender.hpp>
+
+namespace volley::arq {
+
+struct ChannelStats {
+  std::uint64_t foreign_datagrams = 0;  // from an address that is not the peer
+  std::uint64_t send_failures = 0;
+};
+
+class ArqChannel {
+ public:
+  using MessageHandler = std::function<void(std::span<const std::byte> message)>;
+  using Done = std::function<void(const std::string& error)>;  // empty: success
+
+  // `peer` unset: the first valid packet's source becomes the peer (a listener).
+  ArqChannel(boost::asio::io_context& loop, boost::asio::ip::udp::socket socket,
+             std::optional<boost::asio::ip::udp::endpoint> peer, const SenderConfig& sender,
+             const ReceiverConfig& receiver, MessageHandler on_message);
+
+  void start();
+  // False when the sender refuses (buffer full, too large, closed, peer dead).
+  bool send(std::span<const std::byte> message);
+  // Flush: `done` runs once everything sent, end-of-stream included, is
+  // acknowledged, or with the reason when the peer is declared dead.
+  void close(Done done);
+  // Calls `done` once the peer's end-of-stream has arrived (everything it sent was delivered).
+  void on_peer_finished(Done done) { peer_done_ = std::move(done); service(); }
+  void stop();
+
+  static Nanos now();
+  const ArqSender& sender() const noexcept { return sender_; }
+  const ArqReceiver& receiver() const noexcept { return receiver_; }
+  const ChannelStats& stats() const noexcept { return stats_; }
+  boost::asio::ip::udp::endpoint local_endpoint() const { return socket_.local_endpoint(); }
+
+ private:
+  void receive();
+  void service();
+  void transmit(std::span<const std::byte> packet);
+
+  boost::asio::ip::udp::socket socket_;
+  boost::asio::steady_timer timer_;
+  std::optional<boost::asio::ip::udp::endpoint> peer_;
+  ArqSender sender_;
+  ArqReceiver receiver_;
+  MessageHandler on_message_;
+  Done close_done_, peer_done_;
+  std::vector<std::byte> buffer_, message_;
+  boost::asio::ip::udp::endpoint from_;
+  ChannelStats stats_;
+  bool stopped_ = false;
+};
+
+}  // namespace volley::arq

@@ -1,0 +1,36 @@
+#pragma once
+// Shared by the ARQ tools (arq-send, arq-recv, arq-bench).
+#include <optional>
+#include <string>
+
+#include <boost/asio/ip/udp.hpp>
+
+#include <volley/arq/receiver.hpp>
+#include <volley/arq/sender.hpp>
+
+namespace volley::tools {
+
+struct ArqOptions {
+  std::string address;
+  std::string protocol = "sr";
+  std::uint32_t window = 100;  // the seed's
+  std::uint64_t count = 1000;
+  double interval_ms = 25;
+  std::size_t size = 1000;
+  double fixed_timeout_ms = 0;
+  std::string csv;
+  std::string ready_file;
+  bool json = false;
+};
+
+struct ArqConfigs {
+  arq::SenderConfig sender;
+  arq::ReceiverConfig receiver;
+};
+
+std::optional<arq::Scheme> parse_scheme(const std::string& name);
+std::optional<boost::asio::ip::udp::endpoint> parse_udp_endpoint(const std::string& text);
+ArqConfigs make_configs(const ArqOptions& o);
+std::string check_arq_options(const ArqOptions& o);
+
+}  // namespace volley::tools
