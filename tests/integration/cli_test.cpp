@@ -97,3 +97,26 @@ TEST(Cli, TargetRejectsBadFlagsAndATakenPort) {
   EXPECT_NE(second.err.find("cannot listen"), std::string::npos) << second.err;
   first.stop();
 }
+
+TEST(Cli, NetemAndArqToolsDescribeTheirFlagsAndRefuseBadOnes) {
+  const Result netem = run({"volley", "netem", "--help"});
+  EXPECT_EQ(netem.code, 0);
+  for (const char* flag : {"--listen", "--forward", "--up", "--down", "--seed", "--json", "tun"})
+    EXPECT_NE(netem.out.find(flag), std::string::npos) << flag;
+  const Result send = run({"volley", "arq-send", "--help"});
+  EXPECT_EQ(send.code, 0);
+  for (const char* flag : {"--to", "--protocol", "--window", "--count", "--interval", "--size", "--timeout"})
+    EXPECT_NE(send.out.find(flag), std::string::npos) << flag;
+  const Result bench = run({"volley", "arq-bench", "--help"});
+  EXPECT_EQ(bench.code, 0);
+  EXPECT_NE(bench.out.find("--scenario"), std::string::npos);
+
+  const Result bad_protocol = run({"volley", "arq-send", "--to", "127.0.0.1:9", "--protocol", "xyz", "--count", "1"});
+  EXPECT_EQ(bad_protocol.code, 2);
+  EXPECT_NE(bad_protocol.err.find("--protocol must be"), std::string::npos) << bad_protocol.err;
+  const Result bad_size = run({"volley", "arq-send", "--to", "127.0.0.1:9", "--size", "8", "--count", "1"});
+  EXPECT_EQ(bad_size.code, 2);
+  EXPECT_NE(bad_size.err.find("--size must be"), std::string::npos) << bad_size.err;
+  EXPECT_NE(run({"volley", "arq-recv"}).code, 0);  // --listen is required
+  EXPECT_NE(run({"volley", "arq-bench", "--scenario", "9"}).code, 0);
+}

@@ -43,6 +43,19 @@ TEST(ArqPacket, ByteExactDataAndAck) {
   EXPECT_FALSE(a.ack.sacked(229));  // beyond the bitmap
 }
 
+TEST(ArqPacket, FullPacketsMatchAnIndependentCrc32c) {
+  // The vectors of docs/PROTOCOL.md, checksums computed by a bitwise CRC-32C
+  // written separately from the library's.
+  std::vector<std::byte> out;
+  encode_data({0x01020304, 0xFFFFFFFE, false, volley::test::bytes_of("hi")}, out);
+  EXPECT_EQ(hex(out), "01 02 03 04 01 00 ff ff ff fe 00 02 51 f6 ab 9b 68 69");
+  AckPacket ack{7, 100, 32, {}};
+  ack.set_sacked(101);
+  encode_ack(ack, out);
+  EXPECT_EQ(hex(out),
+            "00 00 00 07 02 00 00 00 00 64 00 20 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00 00 df 2e 72 0c");
+}
+
 TEST(ArqPacket, EverySingleBitFlipIsDetected) {
   std::vector<std::byte> data, ack;
   encode_data({9, 12345, true, volley::test::bytes_of("payload bytes")}, data);

@@ -4,6 +4,9 @@
 // thread, a message every interval; delay = delivery time - input time. Runs of
 // a scenario go concurrently. Writes per-message CSV and summary.json, prints the
 // seed's statistics, and draws PNG plots with bench/plot_arq.py.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -47,7 +50,7 @@ const std::vector<Scenario> kScenarios{
 
 struct Run {
   const Scenario* scenario;
-  arq::Scheme scheme;
+  std::optional<arq::Scheme> scheme;  // none: the TCP baseline
   std::uint64_t seed;
   std::string name;
   // Results.
@@ -60,16 +63,51 @@ struct Run {
   double seconds = 0;
 };
 
-std::string scheme_label(arq::Scheme s) {
-  return s == arq::Scheme::selective_repeat ? "sr" : s == arq::Scheme::go_back_n ? "gbn" : "saw";
+std::string scheme_label(std::optional<arq::Scheme> s) {
+  if (!s) return "tcp";
+  return *s == arq::Scheme::selective_repeat ? "sr" : *s == arq::Scheme::go_back_n ? "gbn" : "saw";
 }
 
-void execute(Run& run, const ArqOptions& o) {
+std::string scheme_name(std::optional<arq::Scheme> s) { return s ? arq::to_string(*s) : "tcp (over TUN)"; }
+
+bool tcp_baseline_possible() {
+  struct stat st {};
+  return ::geteuid() == 0 && ::stat("/dev/net/tun", &st) == 0;
+}
+
+std::vector<DeliveryRecord> read_csv(const std::string& path) {
+  std::vector<DeliveryRecord> records;
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    DeliveryRecord r{};
+    if (std::sscanf(line.c_str(), "%lu,%ld,%ld", &r.seq, &r.input_ns, &r.delivered_ns) == 3) records.push_back(r);
+  }
+  return records;
+}
+
+// The TCP baseline runs as processes in two network namespaces (bench/arq_tcp_baseline.sh).
+void execute_tcp(Run& run, const ArqOptions& o, const std::string& out_dir) {
+  const std::string csv = out_dir + "/" + run.name + ".csv";
+  const std::string bin = std::filesystem::canonical("/proc/self/exe").parent_path().string();
+  const std::string command = fmt::format("'{}/bench/arq_tcp_baseline.sh' '{}' '{}' {} {} {} {} '{}'", VOLLEY_SOURCE_DIR,
+                                          bin, run.scenario->netem, run.scenario->count, run.scenario->interval_ms,
+                                          o.size, run.seed, csv);
+  const auto start = std::chrono::steady_clock::now();
+  if (std::system(command.c_str()) != 0) run.error = "the TCP baseline failed (see bench/arq_tcp_baseline.sh)";
+  run.seconds = seconds_since(start);
+  run.records = read_csv(csv);
+  run.payload_bytes = run.records.size() * o.size;
+}
+
+void execute(Run& run, const ArqOptions& o, const std::string& out_dir) {
+  if (!run.scheme) return execute_tcp(run, o, out_dir);
   std::string parse_error;
   const auto impairment = netem::parse_impairment(run.scenario->netem, parse_error);
   asio::io_context relay_loop(1), recv_loop(1), send_loop(1);
   ArqOptions scheme_options = o;
-  scheme_options.protocol = scheme_label(run.scheme);
+  scheme_options.protocol = scheme_label(run.scheme);  // a UDP scheme here
   const ArqConfigs c = make_configs(scheme_options);
 
   arq::ArqChannel receiver(recv_loop, udp::socket(recv_loop, udp::endpoint(asio::ip::address_v4::loopback(), 0)),
@@ -141,7 +179,11 @@ void execute(Run& run, const ArqOptions& o) {
 }
 
 int run_bench(const ArqOptions& o, const std::vector<int>& scenarios, const std::string& out_dir,
-              const std::string& plot_script) {
+              const std::string& plot_script, bool tcp) {
+  if (tcp && !tcp_baseline_possible()) {
+    fmt::print(stderr, "volley arq-bench: no TCP baseline: it needs root and /dev/net/tun (--no-tcp to silence)\n");
+    tcp = false;
+  }
   std::filesystem::create_directories(out_dir);
   boost::json::array summary;
   fmt::print("| scenario | scheme | seed | delivered | mean ms | median ms | stdev ms | min ms | p99 ms | max ms | "
@@ -154,28 +196,33 @@ int run_bench(const ArqOptions& o, const std::vector<int>& scenarios, const std:
       for (int seed = 1; seed <= scenario.seeds; ++seed)
         runs.push_back({&scenario, scheme, static_cast<std::uint64_t>(seed),
                         fmt::format("s{}_{}_seed{}", scenario.number, scheme_label(scheme), seed)});
+    if (tcp)
+      runs.push_back({&scenario, std::nullopt, 1, fmt::format("s{}_tcp_seed1", scenario.number)});
     fmt::print(stderr, "scenario {}: {} ({} x {} ms), {} run(s) at once...\n", scenario.number, scenario.netem,
                scenario.count, scenario.interval_ms, runs.size());
     std::vector<std::thread> threads;
-    for (auto& r : runs) threads.emplace_back([&r, &o] { execute(r, o); });
+    for (auto& r : runs) threads.emplace_back([&r, &o, &out_dir] { execute(r, o, out_dir); });
     for (auto& t : threads) t.join();
     for (auto& r : runs) {
-      write_csv(out_dir + "/" + r.name + ".csv", r.records);
+      if (r.scheme) write_csv(out_dir + "/" + r.name + ".csv", r.records);
       const DelayStats s = delay_stats(r.records);
       const double payload = static_cast<double>(std::max<std::uint64_t>(r.payload_bytes, 1));
       const double data_ratio = static_cast<double>(r.sender.bytes_on_wire) / payload;
       const double all_ratio = static_cast<double>(r.sender.bytes_on_wire + r.receiver.bytes_on_wire) / payload;
-      fmt::print("| {} | {} | {} | {}/{} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {} | {:.3f} | {:.3f} |{}\n",
-                 scenario.number, arq::to_string(r.scheme), r.seed, s.count, scenario.count, s.mean, s.median, s.stdev,
-                 s.min, s.p99, s.max, r.sender.retransmissions, data_ratio, all_ratio,
-                 r.error.empty() ? "" : " error: " + r.error);
+      // TCP keeps its retransmissions and bytes to itself: not shown rather than shown as zero.
+      const std::string retx = r.scheme ? std::to_string(r.sender.retransmissions) : "n/a";
+      const std::string data_bytes = r.scheme ? fmt::format("{:.3f}", data_ratio) : "n/a";
+      const std::string all_bytes = r.scheme ? fmt::format("{:.3f}", all_ratio) : "n/a";
+      fmt::print("| {} | {} | {} | {}/{} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {} | {} | {} |{}\n",
+                 scenario.number, scheme_name(r.scheme), r.seed, s.count, scenario.count, s.mean, s.median, s.stdev,
+                 s.min, s.p99, s.max, retx, data_bytes, all_bytes, r.error.empty() ? "" : " error: " + r.error);
       summary.push_back(boost::json::object{
           {"name", r.name},
           {"scenario", scenario.number},
           {"netem", scenario.netem},
           {"interval_ms", scenario.interval_ms},
           {"count", scenario.count},
-          {"scheme", arq::to_string(r.scheme)},
+          {"scheme", scheme_name(r.scheme)},
           {"seed", r.seed},
           {"delay", to_json(s)},
           {"packets_sent", r.sender.packets_sent},
@@ -223,7 +270,9 @@ Runner add_arq_bench_command(CLI::App& app) {
   cmd->add_option("--timeout", o->fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298)");
   cmd->add_option("--out", *out, "Folder for the CSV files, summary.json and plots")->capture_default_str();
   cmd->add_option("--plot-script", *plot, "Plotting script ('' to skip plots)")->capture_default_str();
-  return [o, scenarios, out, plot] { return run_bench(*o, *scenarios, *out, *plot); };
+  auto no_tcp = std::make_shared<bool>(false);
+  cmd->add_flag("--no-tcp", *no_tcp, "Skip the TCP baseline over the netem TUN link (it needs root)");
+  return [o, scenarios, out, plot, no_tcp] { return run_bench(*o, *scenarios, *out, *plot, !*no_tcp); };
 }
 
 }  // namespace volley::tools

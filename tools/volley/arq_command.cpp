@@ -193,8 +193,7 @@ int run_send(const ArqOptions& o) {
   std::unique_ptr<arq::ArqChannel> channel;
   asio::ip::tcp::socket tcp(loop);
   const auto interval = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double, std::milli>(o.interval_ms));
-  const auto start = std::chrono::steady_clock::now();
-  std::deque<std::vector<std::byte>> tcp_queue;
+  auto start = std::chrono::steady_clock::now();  // set again once connected: pacing starts at the first message
   std::function<void()> tick = [&] {
     if (next == o.count) {
       if (channel) {
@@ -249,6 +248,7 @@ int run_send(const ArqOptions& o) {
     fmt::print(stderr, "volley arq-send: cannot reach {}: {}\n", o.address, e.what());
     return 1;
   }
+  start = std::chrono::steady_clock::now();
   tick();
   loop.run();
   const double seconds = seconds_since(start);
