@@ -268,6 +268,9 @@ Runner add_arq_bench_command(CLI::App& app) {
   cmd->add_option("--window", o->window, "Window in packets")->capture_default_str();
   cmd->add_option("--size", o->size, "Message size in bytes")->capture_default_str();
   cmd->add_option("--timeout", o->fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298)");
+  cmd->add_option("--fast-retransmit-after", o->fast_retransmit_after,
+                  "Selective repeat: resend a hole once this many later packets are acked")
+      ->capture_default_str();
   cmd->add_option("--out", *out, "Folder for the CSV files, summary.json and plots")->capture_default_str();
   cmd->add_option("--plot-script", *plot, "Plotting script ('' to skip plots)")->capture_default_str();
   auto no_tcp = std::make_shared<bool>(false);

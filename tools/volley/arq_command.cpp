@@ -53,6 +53,7 @@ ArqConfigs make_configs(const ArqOptions& o) {
   c.sender.scheme = c.receiver.scheme = *parse_scheme(o.protocol);
   c.sender.window = c.receiver.window = o.window;
   c.sender.max_payload = 1472 - arq::kDataHeaderSize;  // one datagram within a 1500-byte MTU
+  c.sender.fast_retransmit_after = o.fast_retransmit_after;
   if (o.fixed_timeout_ms > 0)
     c.sender.rto.fixed = std::chrono::duration_cast<arq::Nanos>(std::chrono::duration<double, std::milli>(o.fixed_timeout_ms));
   return c;
@@ -296,6 +297,9 @@ Runner add_arq_commands(CLI::App& app) {
   send->add_option("--count", o->count, "Messages to send")->capture_default_str();
   send->add_option("--interval", o->interval_ms, "Milliseconds between messages")->capture_default_str()->check(CLI::NonNegativeNumber);
   send->add_option("--timeout", o->fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298 estimate)");
+  send->add_option("--fast-retransmit-after", o->fast_retransmit_after,
+                   "Selective repeat: resend a hole once this many later packets are acked (0: never)")
+      ->capture_default_str();
   add_common(*send, *o);
   auto* recv = app.add_subcommand("arq-recv", "Receive an ARQ channel (or TCP) and report per-message delay");
   recv->add_option("--listen", o->address, "ADDRESS:PORT to receive on")->required();

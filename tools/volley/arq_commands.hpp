@@ -18,6 +18,7 @@ struct ArqOptions {
   double interval_ms = 25;
   std::size_t size = 1000;
   double fixed_timeout_ms = 0;
+  std::uint32_t fast_retransmit_after = 3;  // selective acks past a hole before it is resent
   std::string csv;
   std::string ready_file;
   bool json = false;
