@@ -33,21 +33,6 @@ std::optional<arq::Scheme> parse_scheme(const std::string& name) {
   return std::nullopt;
 }
 
-std::optional<udp::endpoint> parse_udp_endpoint(const std::string& text) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos) return std::nullopt;
-  boost::system::error_code ec;
-  const auto address = asio::ip::make_address(text.substr(0, colon), ec);
-  if (ec) return std::nullopt;
-  try {
-    const unsigned long port = std::stoul(text.substr(colon + 1));
-    if (port > 65535) return std::nullopt;
-    return udp::endpoint(address, static_cast<std::uint16_t>(port));
-  } catch (...) {
-    return std::nullopt;
-  }
-}
-
 ArqConfigs make_configs(const ArqOptions& o) {
   ArqConfigs c;
   c.sender.scheme = c.receiver.scheme = *parse_scheme(o.protocol);

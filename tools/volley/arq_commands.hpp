@@ -8,6 +8,8 @@
 #include <volley/arq/receiver.hpp>
 #include <volley/arq/sender.hpp>
 
+#include "endpoint.hpp"
+
 namespace volley::tools {
 
 struct ArqOptions {
@@ -30,7 +32,6 @@ struct ArqConfigs {
 };
 
 std::optional<arq::Scheme> parse_scheme(const std::string& name);
-std::optional<boost::asio::ip::udp::endpoint> parse_udp_endpoint(const std::string& text);
 ArqConfigs make_configs(const ArqOptions& o);
 std::string check_arq_options(const ArqOptions& o);
 

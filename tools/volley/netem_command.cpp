@@ -17,6 +17,7 @@
 #include <volley/netem/udp_relay.hpp>
 
 #include "commands.hpp"
+#include "endpoint.hpp"
 #include "json_output.hpp"
 
 namespace volley::tools {
@@ -36,29 +37,6 @@ struct NetemOptions {
   bool progress = true;
   std::string ready_file;
 };
-
-std::optional<asio::ip::udp::endpoint> parse_endpoint(const std::string& text, std::string& error) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos) {
-    error = "'" + text + "': expected ADDRESS:PORT";
-    return std::nullopt;
-  }
-  std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  boost::system::error_code ec;
-  const auto address = asio::ip::make_address(host, ec);
-  unsigned long port = 0;
-  try {
-    port = std::stoul(text.substr(colon + 1));
-  } catch (...) {
-    port = 70000;
-  }
-  if (ec || port > 65535) {
-    error = "'" + text + "': expected a numeric ADDRESS:PORT such as 127.0.0.1:9000";
-    return std::nullopt;
-  }
-  return asio::ip::udp::endpoint(address, static_cast<std::uint16_t>(port));
-}
 
 boost::json::object to_json(const LinkCounters& c) {
   return {{"packets_in", c.packets_in}, {"bytes_in", c.bytes_in},     {"packets_out", c.packets_out},
@@ -171,11 +149,11 @@ bool parse_both(const NetemOptions& o, netem::Impairment& up, netem::Impairment&
 int run_udp(const NetemOptions& o) {
   netem::Impairment up, down;
   if (!parse_both(o, up, down)) return 2;
-  std::string error;
-  const auto listen = parse_endpoint(o.listen, error);
-  const auto forward = listen ? parse_endpoint(o.forward, error) : std::nullopt;
+  const auto listen = parse_udp_endpoint(o.listen);
+  const auto forward = parse_udp_endpoint(o.forward);
   if (!listen || !forward) {
-    fmt::print(stderr, "volley netem: {}\n", error);
+    fmt::print(stderr, "volley netem: '{}': expected a numeric ADDRESS:PORT such as 127.0.0.1:9000\n",
+               listen ? o.forward : o.listen);
     return 2;
   }
   asio::io_context loop(1);
