@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # `make bench`: the microbenchmarks, the end-to-end gNB benchmarks, the netem relay.
+# (The ARQ delay benchmarks take 5 minutes of real time: `build/bin/volley arq-bench`.)
 set -euo pipefail
 bin=${1:-build/bin}
 cd "$(dirname "$0")/.."
 echo "# Microbenchmarks (Google Benchmark)"
 "$bin/volley_micro_bench" --benchmark_min_time="${MICRO_MIN_TIME:-0.3}"
+echo
+echo "# Serialization: reflection against hand-written code (CPU time is the fair column)"
+"$bin/volley_serial_bench" --benchmark_min_time="${MICRO_MIN_TIME:-0.3}" --benchmark_repetitions=3 \
+  --benchmark_report_aggregates_only=true
 echo
 # Debian's interpreter: the first python3 on PATH may be another one.
 /usr/bin/python3 bench/gnb_bench.py "$bin"

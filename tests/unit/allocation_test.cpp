@@ -9,6 +9,8 @@
 #include <volley/dispatch/legacy_messages.hpp>
 #include <volley/dispatch/views.hpp>
 #include <volley/net/write_queue.hpp>
+#include <volley/serial/binary.hpp>
+#include <volley/serial/messages.hpp>
 #include <volley/wire/gnb_decoder.hpp>
 
 namespace {
@@ -98,4 +100,21 @@ TEST(Allocations, WriteQueueReusesItsChunksInSteadyState) {
   const std::size_t before = g_allocations;
   for (int r = 0; r < 10; ++r) round();
   EXPECT_EQ(g_allocations - before, 0u);
+}
+
+TEST(Allocations, DecodingIntoAnExistingValueReusesItsStrings) {
+  const volley::serial::Request request{std::string(100, 'q'), 2.5, 1, 2, 3};
+  std::vector<std::byte> bytes;
+  volley::serial::encode_append(request, bytes);
+  volley::serial::Request out{};
+  std::error_code ec;
+  ASSERT_TRUE(volley::serial::decode(bytes, out, ec));  // the first decode sizes the string
+  const std::size_t before = g_allocations;
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(volley::serial::decode(bytes, out, ec));
+  EXPECT_EQ(g_allocations - before, 0u);
+  EXPECT_EQ(out, request);
+  std::array<std::byte, 256> buffer{};
+  const std::size_t again = g_allocations;
+  for (int i = 0; i < 1000; ++i) ASSERT_GT(volley::serial::encode(request, buffer, ec), 0u);
+  EXPECT_EQ(g_allocations - again, 0u);  // encoding into a caller's buffer never allocates
 }
