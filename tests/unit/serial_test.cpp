@@ -5,6 +5,7 @@
 #include <random>
 
 #include <volley/serial/binary.hpp>
+#include <volley/rpc/server.hpp>
 #include <volley/serial/messages.hpp>
 
 #include "bytes.hpp"
@@ -263,4 +264,10 @@ TEST(Serial, StringViewDecodesWithoutACopy) {
   std::vector<std::byte> again;
   encode_append(View{"x", 9}, again);
   EXPECT_EQ(hex(again), "00 00 00 01 78 00 09");
+}
+
+TEST(Serial, RpcErrorFrameExampleOfTheProtocolDocument) {
+  std::vector<std::byte> out;
+  volley::rpc::make_error_frame(5, volley::rpc::ErrorCode::unknown_message_id, "x", out);
+  EXPECT_EQ(hex(out), "00 00 00 05 00 00 00 09 ff ff ff ff 00 00 00 01 00 00 00 01 78");
 }

@@ -1,0 +1,124 @@
+#pragma once
+// Request/reply client on one loop: many calls in flight on one connection,
+// replies matched by sequence number (wrap-around safe: a number still in use is
+// skipped), a timeout per call that fails that call only, and every pending call
+// failed with a clear error when the connection goes. call() takes a callback;
+// async_call() takes any Asio completion token (asio::use_awaitable for C++20
+// coroutines). All members are used on the client's loop.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <volley/net/tcp_connection.hpp>
+#include <volley/rpc/frame.hpp>
+#include <volley/serial/binary.hpp>
+
+namespace volley::rpc {
+
+enum class ClientErrc {
+  timed_out = 1,
+  connection_closed,
+  not_connected,
+  unknown_message_id,  // the server has no handler for the request's id
+  bad_request,         // the server could not decode the request
+  handler_failed,      // the server's handler threw
+  bad_reply,           // the reply did not decode, or came with an unexpected id
+};
+const boost::system::error_category& client_category() noexcept;
+inline boost::system::error_code make_error_code(ClientErrc e) noexcept { return {static_cast<int>(e), client_category()}; }
+
+}  // namespace volley::rpc
+
+template <>
+struct boost::system::is_error_code_enum<volley::rpc::ClientErrc> : std::true_type {};
+
+namespace volley::rpc {
+
+class RpcClient {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `first_sequence` lets tests start near 2^32 to see the numbers wrap.
+  explicit RpcClient(boost::asio::io_context& loop, std::uint32_t first_sequence = 1);
+  ~RpcClient();
+  RpcClient(const RpcClient&) = delete;
+  RpcClient& operator=(const RpcClient&) = delete;
+
+  // Connects before use (blocking, bounded by `timeout`).
+  void connect(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
+               boost::system::error_code& ec);
+  void close();
+
+  template <class Reply, class Request>
+  void call(std::uint32_t request_id, std::uint32_t reply_id, const Request& request, Clock::duration timeout,
+            std::function<void(const boost::system::error_code&, Reply)> done) {
+    scratch_.resize(kHeaderSize + serial::encoded_size(request));
+    serial::encode(request, std::span(scratch_).subspan(kHeaderSize));
+    start_call(request_id, reply_id, timeout,
+               [done = std::move(done)](const boost::system::error_code& ec, std::span<const std::byte> body) {
+                 Reply reply{};
+                 if (ec) return done(ec, std::move(reply));
+                 std::error_code decode_error;
+                 if (!serial::decode(body, reply, decode_error)) return done(ClientErrc::bad_reply, std::move(reply));
+                 done({}, std::move(reply));
+               });
+  }
+
+  template <class Reply, class Request, class Token>
+  auto async_call(std::uint32_t request_id, std::uint32_t reply_id, const Request& request, Clock::duration timeout,
+                  Token&& token) {
+    return boost::asio::async_initiate<Token, void(boost::system::error_code, Reply)>(
+        [this, request_id, reply_id, timeout](auto handler, const Request& req) {
+          // Completion handlers may be move-only; std::function needs a copyable one.
+          auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+          call<Reply>(request_id, reply_id, req, timeout,
+                      [shared](const boost::system::error_code& ec, Reply reply) { std::move (*shared)(ec, std::move(reply)); });
+        },
+        token, std::cref(request));
+  }
+
+  std::size_t pending() const noexcept { return pending_.size(); }
+  const std::string& last_remote_error() const noexcept { return last_remote_error_; }
+
+  // From the connection (public for the stream handler).
+  void on_frame(const Frame& frame);
+  void on_closed(const std::string& reason);
+
+ private:
+  using Completion = std::function<void(const boost::system::error_code&, std::span<const std::byte>)>;
+  struct Pending {
+    std::uint32_t reply_id;
+    Clock::time_point deadline;
+    Completion complete;
+  };
+  using Deadline = std::pair<Clock::time_point, std::uint32_t>;
+
+  void start_call(std::uint32_t request_id, std::uint32_t reply_id, Clock::duration timeout, Completion complete);
+  void arm_timer();
+  void expire();
+  void fail_all(const boost::system::error_code& ec);
+
+  boost::asio::io_context& loop_;
+  std::shared_ptr<net::TcpConnection> connection_;
+  std::unordered_map<std::uint32_t, Pending> pending_;
+  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
+  boost::asio::steady_timer timer_;
+  std::optional<Clock::time_point> armed_for_;
+  std::uint32_t next_sequence_ = 1;
+  std::vector<std::byte> scratch_;
+  std::string last_remote_error_;
+};
+
+}  // namespace volley::rpc

@@ -1,0 +1,60 @@
+#pragma once
+// The RPC frame: [sequence u32 BE][body size u32 BE][message id u32 BE][body].
+// The sequence correlates a reply with its request; message id 0xFFFFFFFF is an
+// error reply whose body is a serialized RpcError. See docs/PROTOCOL.md.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <system_error>
+
+#include <volley/wire/stream_buffer.hpp>
+
+namespace volley::rpc {
+
+inline constexpr std::size_t kHeaderSize = 12;
+inline constexpr std::uint32_t kErrorMessageId = 0xFFFFFFFFu;
+inline constexpr std::size_t kDefaultMaxBody = 16 * 1024 * 1024;
+
+struct RpcError {
+  std::uint32_t code;  // ErrorCode below
+  std::string message;
+};
+
+enum class ErrorCode : std::uint32_t {
+  unknown_message_id = 1,  // no handler for that id
+  bad_request = 2,         // the body did not decode as the handler's request type
+  handler_failed = 3,      // the handler threw
+};
+
+struct Frame {
+  std::uint32_t sequence;
+  std::uint32_t message_id;
+  std::span<const std::byte> body;
+};
+
+void write_header(std::byte* out, std::uint32_t sequence, std::uint32_t body_size, std::uint32_t message_id) noexcept;
+
+// Incremental decoder, like the gNB one: reads land in prepare(), frames come out
+// of next() as views valid until the next prepare(). A body size over the
+// maximum cannot be trusted and fails the stream for good.
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(std::size_t max_body = kDefaultMaxBody)
+      : max_body_(max_body), buffer_(2 * (kHeaderSize + max_body < 256 * 1024 ? 256 * 1024 : kHeaderSize + max_body),
+                                     kHeaderSize + max_body) {}
+
+  std::span<std::byte> prepare() noexcept { return buffer_.prepare(); }
+  void commit(std::size_t n) noexcept { buffer_.commit(n); }
+
+  enum class Status { need_more, frame, failed };
+  Status next(Frame& out) noexcept;
+  std::size_t buffered() const noexcept { return buffer_.size(); }
+
+ private:
+  std::size_t max_body_;
+  wire::StreamBuffer buffer_;
+  bool failed_ = false;
+};
+
+}  // namespace volley::rpc

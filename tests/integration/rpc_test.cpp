@@ -1,0 +1,209 @@
+// RPC over real loopback sockets, server and clients in this process.
+#include <thread>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <gtest/gtest.h>
+
+#include <volley/net/loop_pool.hpp>
+#include <volley/net/tcp_server.hpp>
+#include <volley/rpc/client.hpp>
+#include <volley/rpc/server.hpp>
+#include <volley/serial/messages.hpp>
+
+using namespace volley;
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr std::uint32_t kPing = 1, kPong = 2, kRequest = 3, kReply = 4, kBoom = 5, kSlow = 7;
+
+// A server on its own threads: accept loop plus two workers.
+class TestServer {
+ public:
+  TestServer() : workers_(2) {
+    rpc_.handle<serial::Ping, serial::Pong>(kPing, kPong, [](const serial::Ping& p) { return serial::answer(p); });
+    rpc_.handle<serial::Request, serial::Reply>(kRequest, kReply,
+                                                [](const serial::Request& r) { return serial::answer(r); });
+    rpc_.handle<serial::Ping, serial::Pong>(kBoom, kPong, [](const serial::Ping&) -> serial::Pong {
+      throw std::runtime_error("boom on purpose");
+    });
+    rpc_.handle<serial::Ping, serial::Pong>(kSlow, kPong, [](const serial::Ping& p) {
+      std::this_thread::sleep_for(300ms);
+      return serial::answer(p);
+    });
+    server_ = std::make_unique<net::TcpServer>(accept_, workers_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0),
+                                               [this](std::size_t) { return rpc_.make_stream_handler(); });
+    server_->start();
+    workers_.start();
+    accept_thread_ = std::thread([this] { accept_.run(); });
+  }
+  ~TestServer() {
+    asio::post(accept_, [this] { server_->shutdown(); });
+    workers_.release();
+    accept_guard_.reset();
+    accept_.stop();
+    accept_thread_.join();
+    workers_.stop();
+    workers_.join();
+  }
+  std::uint16_t port() const { return server_->local_endpoint().port(); }
+
+ private:
+  rpc::RpcServer rpc_;
+  asio::io_context accept_{1};
+  asio::executor_work_guard<asio::io_context::executor_type> accept_guard_ = asio::make_work_guard(accept_);
+  net::LoopPool workers_;
+  std::unique_ptr<net::TcpServer> server_;
+  std::thread accept_thread_;
+};
+
+serial::Request request_for(int client, int i) {
+  return {"client " + std::to_string(client) + " call " + std::to_string(i) + std::string(static_cast<std::size_t>(i % 50), '.'),
+          i * 0.5, static_cast<std::int8_t>(i), static_cast<std::int16_t>(client), i * 1000 + client};
+}
+
+}  // namespace
+
+TEST(Rpc, ManyConcurrentCallsFromSeveralClientsAreEachMatchedToTheirRequest) {
+  TestServer server;
+  asio::io_context loop(1);
+  constexpr int kClients = 4, kCalls = 3000;
+  std::vector<std::unique_ptr<rpc::RpcClient>> clients;
+  int completed = 0, wrong = 0;
+  for (int c = 0; c < kClients; ++c) {
+    clients.push_back(std::make_unique<rpc::RpcClient>(loop));
+    boost::system::error_code ec;
+    clients.back()->connect("127.0.0.1", server.port(), 5s, ec);
+    ASSERT_FALSE(ec) << ec.message();
+  }
+  for (int c = 0; c < kClients; ++c) {
+    for (int i = 0; i < kCalls; ++i) {  // all in flight at once on each connection
+      const auto req = request_for(c, i);
+      clients[c]->call<serial::Reply>(kRequest, kReply, req, 20s, [&, req](const boost::system::error_code& ec, serial::Reply r) {
+        if (ec || !(r == serial::answer(req))) ++wrong;
+        if (++completed == kClients * kCalls) loop.stop();
+      });
+    }
+  }
+  asio::steady_timer guard(loop, 30s);
+  guard.async_wait([&](auto) { loop.stop(); });
+  loop.run();
+  EXPECT_EQ(completed, kClients * kCalls);
+  EXPECT_EQ(wrong, 0);
+  for (auto& c : clients) EXPECT_EQ(c->pending(), 0u);
+}
+
+TEST(Rpc, ErrorsComeBackAsErrorRepliesNotSilence) {
+  TestServer server;
+  asio::io_context loop(1);
+  rpc::RpcClient client(loop);
+  boost::system::error_code ec;
+  client.connect("127.0.0.1", server.port(), 5s, ec);
+  ASSERT_FALSE(ec);
+  std::vector<boost::system::error_code> results;
+  std::string boom_message;
+  client.call<serial::Pong>(99, kPong, serial::Ping{1}, 5s, [&](const auto& e, serial::Pong) { results.push_back(e); });
+  client.call<serial::Pong>(kBoom, kPong, serial::Ping{1}, 5s, [&](const auto& e, serial::Pong) {
+    results.push_back(e);
+    boom_message = client.last_remote_error();
+  });
+  client.call<serial::Reply>(kRequest, kReply, serial::Ping{1}, 5s, [&](const auto& e, serial::Reply) { results.push_back(e); });
+  client.call<serial::Reply>(kPing, kReply, serial::Ping{1}, 5s, [&](const auto& e, serial::Reply) { results.push_back(e); });
+  client.call<serial::Pong>(kPing, kPong, serial::Ping{7}, 5s, [&](const auto& e, serial::Pong p) {
+    results.push_back(e);
+    EXPECT_EQ(p, (serial::Pong{-7, 7, 'X'}));
+    loop.stop();
+  });
+  loop.run_for(10s);
+  ASSERT_EQ(results.size(), 5u);
+  EXPECT_EQ(results[0], rpc::ClientErrc::unknown_message_id);
+  EXPECT_EQ(results[1], rpc::ClientErrc::handler_failed);
+  EXPECT_NE(boom_message.find("boom on purpose"), std::string::npos) << boom_message;
+  EXPECT_EQ(results[2], rpc::ClientErrc::bad_request);  // a Ping body is not a Request
+  EXPECT_EQ(results[3], rpc::ClientErrc::bad_reply);    // a Pong (id 2) where a Reply (id 4) was expected
+  EXPECT_FALSE(results[4]);                              // and the connection is still good
+}
+
+TEST(Rpc, ATimeoutFailsOnlyThatCall) {
+  TestServer server;
+  asio::io_context loop(1);
+  rpc::RpcClient client(loop);
+  boost::system::error_code ec;
+  client.connect("127.0.0.1", server.port(), 5s, ec);
+  ASSERT_FALSE(ec);
+  boost::system::error_code slow_result, later_result = rpc::ClientErrc::not_connected;
+  client.call<serial::Pong>(kSlow, kPong, serial::Ping{1}, 50ms, [&](const auto& e, serial::Pong) {
+    slow_result = e;
+    // The connection and the other calls go on.
+    client.call<serial::Pong>(kPing, kPong, serial::Ping{2}, 5s, [&](const auto& e2, serial::Pong) {
+      later_result = e2;
+      loop.stop();
+    });
+  });
+  loop.run_for(10s);
+  EXPECT_EQ(slow_result, rpc::ClientErrc::timed_out);
+  EXPECT_FALSE(later_result) << later_result.message();
+}
+
+TEST(Rpc, AServerThatDiesFailsPendingCallsInsteadOfHangingThem) {
+  asio::io_context loop(1);
+  // A "server" that reads the requests and then vanishes without answering.
+  asio::ip::tcp::acceptor acceptor(loop, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  asio::ip::tcp::socket peer(loop);
+  std::array<std::byte, 64> sink{};
+  acceptor.async_accept(peer, [&](const boost::system::error_code&) {
+    asio::async_read(peer, asio::buffer(sink), [&](const boost::system::error_code&, std::size_t) { peer.close(); });
+  });
+  rpc::RpcClient client(loop);
+  boost::system::error_code ec;
+  client.connect("127.0.0.1", acceptor.local_endpoint().port(), 5s, ec);
+  ASSERT_FALSE(ec);
+  int failed = 0;
+  for (int i = 0; i < 10; ++i)
+    client.call<serial::Pong>(kPing, kPong, serial::Ping{i}, 30s, [&](const auto& e, serial::Pong) {
+      if (e == rpc::ClientErrc::connection_closed) ++failed;
+      if (failed == 10) loop.stop();
+    });
+  loop.run_for(10s);
+  EXPECT_EQ(failed, 10);
+  EXPECT_EQ(client.pending(), 0u);
+  // And a call on the dead client fails at once, clearly.
+  boost::system::error_code after;
+  client.call<serial::Pong>(kPing, kPong, serial::Ping{1}, 1s, [&](const auto& e, serial::Pong) { after = e; });
+  loop.restart();
+  loop.run_for(1s);
+  EXPECT_EQ(after, rpc::ClientErrc::not_connected);
+}
+
+TEST(Rpc, CoroutinesAwaitCallsAndSequencesWrapAround) {
+  TestServer server;
+  asio::io_context loop(1);
+  rpc::RpcClient client(loop, 0xFFFFFFF0u);  // wraps after 16 calls
+  boost::system::error_code ec;
+  client.connect("127.0.0.1", server.port(), 5s, ec);
+  ASSERT_FALSE(ec);
+  int good = 0;
+  bool threw = false;
+  asio::co_spawn(
+      loop,
+      [&]() -> asio::awaitable<void> {
+        for (int i = 0; i < 100; ++i) {
+          const serial::Pong pong = co_await client.async_call<serial::Pong>(kPing, kPong, serial::Ping{i}, 5s, asio::use_awaitable);
+          if (pong == serial::answer(serial::Ping{i})) ++good;
+        }
+        try {
+          co_await client.async_call<serial::Pong>(kBoom, kPong, serial::Ping{0}, 5s, asio::use_awaitable);
+        } catch (const boost::system::system_error& e) {
+          threw = e.code() == rpc::ClientErrc::handler_failed;
+        }
+        loop.stop();
+      },
+      asio::detached);
+  loop.run_for(20s);
+  EXPECT_EQ(good, 100);
+  EXPECT_TRUE(threw);
+}
