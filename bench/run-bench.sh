@@ -14,3 +14,4 @@ echo
 # Debian's interpreter: the first python3 on PATH may be another one.
 /usr/bin/python3 bench/gnb_bench.py "$bin"
 /usr/bin/python3 bench/netem_bench.py "$bin"
+/usr/bin/python3 bench/rpc_bench.py "$bin"

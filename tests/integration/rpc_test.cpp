@@ -207,3 +207,40 @@ TEST(Rpc, CoroutinesAwaitCallsAndSequencesWrapAround) {
   EXPECT_EQ(good, 100);
   EXPECT_TRUE(threw);
 }
+
+#include "child_process.hpp"
+#include "target_fixture.hpp"
+
+TEST(RpcTools, ServerAndBenchReportTheSeedLinesAndJson) {
+  using namespace volley::test;
+  TempDir dir;
+  ChildProcess server({bin("volley"), "rpc-server", "--port", "0", "--port-file", dir.file("port"), "--json"},
+                      dir.file("server"));
+  std::string port;
+  for (int i = 0; i < 1000 && port.empty(); ++i) {
+    port = read_file(dir.file("port"));
+    if (port.empty()) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_FALSE(port.empty());
+  port.erase(port.find_last_not_of('\n') + 1);
+  ChildProcess text({bin("volley"), "rpc-bench", "--port", port, "--seconds", "0.5", "--in-flight", "8",
+                     "--string-length", "100000"},
+                    dir.file("text"));
+  ASSERT_EQ(text.wait_for(60s).value_or(-1), 0) << text.stderr_text();
+  for (const char* line : {"ping - pong round trip count:", "ping - pong round trip avg:", "ping - pong serialization avg:",
+                           "request - reply round trip total:", "request - reply serialization count:", "p50 / p99 / max"})
+    EXPECT_NE(text.stdout_text().find(line), std::string::npos) << line;
+  ChildProcess json({bin("volley"), "rpc-bench", "--port", port, "--seconds", "0.3", "--mode", "request", "--json"},
+                    dir.file("json"));
+  ASSERT_EQ(json.wait_for(60s).value_or(-1), 0) << json.stderr_text();
+  const auto report = boost::json::parse(json.stdout_text()).as_object();
+  const auto& result = report.at("results").at(0).as_object();
+  EXPECT_GT(u64(result.at("round_trips")), 100u);
+  EXPECT_EQ(result.at("error").as_string(), "");
+  server.send_signal(SIGTERM);
+  ASSERT_EQ(server.wait_for(20s).value_or(-1), 0);
+  EXPECT_GT(u64(boost::json::parse(server.stdout_text()).as_object().at("calls")), 100u);
+  ChildProcess refused({bin("volley"), "rpc-bench", "--port", port, "--seconds", "0.2"}, dir.file("refused"));
+  EXPECT_EQ(refused.wait_for(20s).value_or(-1), 1);
+  EXPECT_NE(refused.stdout_text().find("cannot connect"), std::string::npos) << refused.stdout_text();
+}

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   volley::tools::Runner run_netem = volley::tools::add_netem_command(app);
   volley::tools::Runner run_arq = volley::tools::add_arq_commands(app);
   volley::tools::Runner run_arq_bench = volley::tools::add_arq_bench_command(app);
+  volley::tools::Runner run_rpc = volley::tools::add_rpc_commands(app);
 
   CLI11_PARSE(app, argc, argv);
   // Logs go to stderr: stdout carries the reports, JSON included.
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("netem")) return run_netem();
     if (app.got_subcommand("arq-send") || app.got_subcommand("arq-recv")) return run_arq();
     if (app.got_subcommand("arq-bench")) return run_arq_bench();
+    if (app.got_subcommand("rpc-server") || app.got_subcommand("rpc-bench")) return run_rpc();
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return 1;

@@ -1,0 +1,112 @@
+// Raw baseline for round trips: blocking TCP ping-pong with plain sockets, no
+// Volley code, frames of the same sizes as an RPC Ping (12 + 8 bytes) and Pong
+// (12 + 17 bytes).
+//   raw_pingpong server PORT           answers one connection until it closes
+//   raw_pingpong client PORT SECONDS   prints round-trip percentiles as JSON
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr std::size_t kPing = 20, kPong = 29;
+
+bool read_exact(int fd, char* p, std::size_t n) {
+  while (n > 0) {
+    const ssize_t r = ::recv(fd, p, n, 0);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+bool write_exact(int fd, const char* p, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+void no_delay(int fd) {
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+sockaddr_in loopback(int port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+int server(int port) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int one = 1;
+  ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a = loopback(port);
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener, 4) != 0) {
+    std::perror("raw_pingpong: bind");
+    return 1;
+  }
+  const int fd = ::accept(listener, nullptr, nullptr);
+  no_delay(fd);
+  char in[kPing], out[kPong] = {};
+  while (read_exact(fd, in, kPing)) {
+    std::memcpy(out, in, 4);  // echo the sequence, as a reply would
+    if (!write_exact(fd, out, kPong)) break;
+  }
+  ::close(fd);
+  return 0;
+}
+
+int client(int port, double seconds) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = loopback(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    std::perror("raw_pingpong: connect");
+    return 1;
+  }
+  no_delay(fd);
+  char out[kPing] = {}, in[kPong];
+  std::vector<double> rtt_us;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                            std::chrono::duration<double>(seconds));
+  while (std::chrono::steady_clock::now() < end) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!write_exact(fd, out, kPing) || !read_exact(fd, in, kPong)) return 1;
+    rtt_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  ::close(fd);
+  std::sort(rtt_us.begin(), rtt_us.end());
+  auto pct = [&](double p) { return rtt_us[std::min(rtt_us.size() - 1, static_cast<std::size_t>(p / 100 * static_cast<double>(rtt_us.size())))]; };
+  double sum = 0;
+  for (double v : rtt_us) sum += v;
+  std::printf("{\"tool\":\"raw_pingpong\",\"round_trips\":%zu,\"mean_us\":%.3f,\"p50_us\":%.3f,\"p99_us\":%.3f,\"max_us\":%.3f}\n",
+              rtt_us.size(), sum / static_cast<double>(rtt_us.size()), pct(50), pct(99), rtt_us.back());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "server" && argc == 3) return server(std::atoi(argv[2]));
+  if (mode == "client" && argc == 4) return client(std::atoi(argv[2]), std::atof(argv[3]));
+  std::fprintf(stderr, "usage: raw_pingpong server PORT | client PORT SECONDS\n");
+  return 2;
+}
