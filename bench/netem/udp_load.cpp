@@ -17,17 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "../raw/loopback.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-sockaddr_in loopback(int port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return a;
-}
+using bench::loopback;
 
 int udp_socket(int bind_port) {
   const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);

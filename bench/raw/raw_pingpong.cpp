@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "loopback.hpp"
+
 namespace {
 
 constexpr std::size_t kPing = 20, kPong = 29;
@@ -46,13 +48,7 @@ void no_delay(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-sockaddr_in loopback(int port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return a;
-}
+using bench::loopback;
 
 int server(int port) {
   const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
