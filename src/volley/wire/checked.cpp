@@ -1,0 +1,98 @@
+#include <volley/wire/checked.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include <volley/wire/byte_order.hpp>
+#include <volley/wire/error.hpp>
+
+namespace volley::wire::checked {
+
+std::uint8_t xor_checksum(std::span<const std::byte> payload) noexcept {
+  std::byte x{0};
+  for (std::byte b : payload) x ^= b;
+  return std::to_integer<std::uint8_t>(x);
+}
+
+std::size_t encode(FrameType type, std::span<const std::byte> payload, std::span<std::byte> out,
+                   std::error_code& ec) noexcept {
+  const std::size_t total = kHeaderSize + payload.size();
+  if (total > kMaxTotalLength) {
+    ec = Errc::length_over_maximum;
+    return 0;
+  }
+  if (out.size() < total) {
+    ec = Errc::buffer_too_small;
+    return 0;
+  }
+  store_u24_be(out.data(), static_cast<std::uint32_t>(total));
+  out[3] = static_cast<std::byte>(type);
+  out[4] = static_cast<std::byte>(xor_checksum(payload));
+  if (!payload.empty()) std::memcpy(out.data() + kHeaderSize, payload.data(), payload.size());
+  ec.clear();
+  return total;
+}
+
+std::size_t encode(FrameType type, std::span<const std::byte> payload, std::span<std::byte> out) {
+  std::error_code ec;
+  const std::size_t n = encode(type, payload, out, ec);
+  if (ec) throw std::system_error(ec, "checked::encode");
+  return n;
+}
+
+std::array<std::byte, kHeaderSize> heartbeat_frame() noexcept {
+  std::array<std::byte, kHeaderSize> f{};
+  store_u24_be(f.data(), kHeaderSize);
+  return f;
+}
+
+std::size_t FrameDecoder::feed(std::span<const std::byte> chunk) noexcept {
+  const std::span<std::byte> room = buffer_.prepare();
+  const std::size_t n = std::min(room.size(), chunk.size());
+  if (n > 0) std::memcpy(room.data(), chunk.data(), n);
+  buffer_.commit(n);
+  return n;
+}
+
+DecodeResult FrameDecoder::next() noexcept {
+  if (skipping_ > 0) {
+    const std::size_t n = std::min(skipping_, buffer_.size());
+    buffer_.consume(n);
+    skipping_ -= n;
+    if (skipping_ > 0) return {};
+  }
+  const std::span<const std::byte> in = buffer_.readable();
+  if (in.size() < kHeaderSize) return {};
+  const std::uint32_t total = load_u24_be(in.data());
+  const auto raw_type = std::to_integer<std::uint8_t>(in[3]);
+  const auto checksum = std::to_integer<std::uint8_t>(in[4]);
+  DecodeResult r{DecodeStatus::rejected, {}, {}, raw_type, total};
+  if (total < kHeaderSize) {
+    buffer_.consume(kHeaderSize);  // the header is all there is to drop
+    r.error = Errc::length_below_header;
+    return r;
+  }
+  if (total > max_frame_) {
+    buffer_.consume(kHeaderSize);
+    skipping_ = total - kHeaderSize;  // discarded as it arrives, never held
+    r.error = Errc::length_over_maximum;
+    const std::size_t n = std::min(skipping_, buffer_.size());
+    buffer_.consume(n);
+    skipping_ -= n;
+    return r;
+  }
+  if (in.size() < total) return {};
+  const std::span<const std::byte> payload = in.subspan(kHeaderSize, total - kHeaderSize);
+  buffer_.consume(total);
+  if (raw_type > 1) {
+    r.error = Errc::unknown_type;
+  } else if (xor_checksum(payload) != checksum) {
+    r.error = Errc::bad_checksum;
+  } else {
+    r.status = DecodeStatus::frame;
+  }
+  r.frame = {static_cast<FrameType>(raw_type), payload};
+  return r;
+}
+
+}  // namespace volley::wire::checked

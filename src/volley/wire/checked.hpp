@@ -1,0 +1,70 @@
+#pragma once
+// The checked frame: [total length u24 BE, header included][type u8: 0 heartbeat,
+// 1 message][XOR of the payload bytes u8][payload]. See docs/PROTOCOL.md.
+//
+// The decoder never wedges: a bad checksum or an unknown type skips the frame
+// (its length is still believable); a total length under 5 skips the 5-byte
+// header (the seed's server hung there); a frame longer than the decoder holds
+// is skipped as it streams in, never buffered. Each is reported as `rejected`
+// with the reason; whether the connection then goes on or closes is the
+// session's policy.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <system_error>
+
+#include <volley/wire/stream_buffer.hpp>
+
+namespace volley::wire::checked {
+
+enum class FrameType : std::uint8_t { heartbeat = 0, message = 1 };
+
+inline constexpr std::size_t kHeaderSize = 5;
+inline constexpr std::size_t kMaxTotalLength = 0xFFFFFF;  // what a u24 can say
+inline constexpr std::size_t kDefaultMaxFrame = kHeaderSize + 1024 * 1024;
+
+std::uint8_t xor_checksum(std::span<const std::byte> payload) noexcept;
+
+// Encodes into `out`; returns the bytes written, 0 with `ec` set when the
+// payload is too long for the u24 length or `out` too small.
+std::size_t encode(FrameType type, std::span<const std::byte> payload, std::span<std::byte> out,
+                   std::error_code& ec) noexcept;
+std::size_t encode(FrameType type, std::span<const std::byte> payload, std::span<std::byte> out);
+std::array<std::byte, kHeaderSize> heartbeat_frame() noexcept;
+
+struct Frame {
+  FrameType type;
+  std::span<const std::byte> payload;
+};
+
+enum class DecodeStatus { need_more, frame, rejected };
+
+struct DecodeResult {
+  DecodeStatus status = DecodeStatus::need_more;
+  Frame frame{};
+  std::error_code error{};     // rejected: bad_checksum, unknown_type, length_below_header, length_over_maximum
+  std::uint8_t raw_type = 0;
+  std::uint32_t raw_length = 0;
+};
+
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(std::size_t max_frame = kDefaultMaxFrame)
+      : max_frame_(max_frame), buffer_(2 * max_frame < 256 * 1024 ? 256 * 1024 : 2 * max_frame, max_frame) {}
+
+  std::span<std::byte> prepare() noexcept { return buffer_.prepare(); }
+  void commit(std::size_t n) noexcept { buffer_.commit(n); }
+  // Copies as much of `chunk` as fits; drain with next() before feeding more.
+  std::size_t feed(std::span<const std::byte> chunk) noexcept;
+
+  DecodeResult next() noexcept;
+  std::size_t buffered() const noexcept { return buffer_.size() + skipping_; }
+
+ private:
+  std::size_t max_frame_;
+  StreamBuffer buffer_;
+  std::size_t skipping_ = 0;  // bytes of an oversize frame still to discard
+};
+
+}  // namespace volley::wire::checked
