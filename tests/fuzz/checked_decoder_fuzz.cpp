@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "chunked_differential.hpp"
+
 #include <volley/wire/checked.hpp>
 
 namespace checked = volley::wire::checked;
@@ -38,9 +40,5 @@ std::vector<Event> decode(std::span<const std::byte> stream, std::size_t chunk) 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size < 1) return 0;
-  const std::size_t chunk = 1 + data[0] % 64;
-  const std::span<const std::byte> stream(reinterpret_cast<const std::byte*>(data + 1), size - 1);
-  if (decode(stream, chunk) != decode(stream, 512)) std::abort();
-  return 0;
+  return fuzz_chunked_against_whole(data, size, 512, decode);
 }
