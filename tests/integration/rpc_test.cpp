@@ -42,12 +42,11 @@ class TestServer {
     accept_thread_ = std::thread([this] { accept_.run(); });
   }
   ~TestServer() {
+    // Shut down on the accept loop and let it run dry, then the workers.
     asio::post(accept_, [this] { server_->shutdown(); });
-    workers_.release();
     accept_guard_.reset();
-    accept_.stop();
     accept_thread_.join();
-    workers_.stop();
+    workers_.release();
     workers_.join();
   }
   std::uint16_t port() const { return server_->local_endpoint().port(); }

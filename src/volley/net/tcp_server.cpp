@@ -1,5 +1,7 @@
 #include <volley/net/tcp_server.hpp>
 
+#include <unistd.h>
+
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
@@ -23,21 +25,36 @@ TcpServer::TcpServer(asio::io_context& accept_loop, LoopPool& workers, const asi
 void TcpServer::start() { do_accept(); }
 
 void TcpServer::do_accept() {
-  const std::size_t worker = workers_.next_index();
-  // The socket is created on the worker's context, so it never migrates.
-  acceptor_.async_accept(workers_.loop(worker),
-                         [this, worker](const boost::system::error_code& ec, asio::ip::tcp::socket socket) {
-                           if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-                           if (ec) {
-                             // Out of descriptors and the like: keep serving the connections we have.
-                             spdlog::warn("accept failed: {}", ec.message());
-                           } else {
-                             asio::post(workers_.loop(worker), [this, worker, s = std::move(socket)]() mutable {
-                               adopt(worker, std::move(s));
-                             });
-                           }
-                           do_accept();
-                         });
+  // Accept on the accept loop's own context and hand the worker only the
+  // descriptor: no pending operation of one loop ever holds an object of
+  // another, so the loops can be torn down in any order.
+  acceptor_.async_accept([this](const boost::system::error_code& ec, asio::ip::tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec) {
+      // Out of descriptors and the like: keep serving the connections we have.
+      spdlog::warn("accept failed: {}", ec.message());
+    } else {
+      const std::size_t worker = workers_.next_index();
+      const auto protocol = acceptor_.local_endpoint().protocol();
+      boost::system::error_code release_error;
+      const int fd = socket.release(release_error);
+      if (release_error) {
+        spdlog::warn("accept: cannot hand the connection over: {}", release_error.message());
+      } else {
+        asio::post(workers_.loop(worker), [this, worker, protocol, fd] {
+          asio::ip::tcp::socket s(workers_.loop(worker));
+          boost::system::error_code assign_error;
+          s.assign(protocol, fd, assign_error);
+          if (assign_error) {
+            ::close(fd);
+            return;
+          }
+          adopt(worker, std::move(s));
+        });
+      }
+    }
+    do_accept();
+  });
 }
 
 void TcpServer::adopt(std::size_t worker, asio::ip::tcp::socket socket) {

@@ -1,6 +1,7 @@
 #pragma once
 // The acceptor side of the one-loop-per-thread model: it accepts on its own
-// loop and hands each new connection to the next worker loop, round-robin.
+// loop and hands each new connection (its descriptor) to the next worker loop,
+// round-robin.
 #include <cstddef>
 #include <functional>
 #include <memory>
