@@ -60,6 +60,12 @@ class TestServer {
   std::thread accept_thread_;
 };
 
+boost::system::error_code connect(rpc::RpcClient& client, std::uint16_t port) {
+  boost::system::error_code ec;
+  client.connect("127.0.0.1", port, 5s, ec);
+  return ec;
+}
+
 serial::Request request_for(int client, int i) {
   return {"client " + std::to_string(client) + " call " + std::to_string(i) + std::string(static_cast<std::size_t>(i % 50), '.'),
           i * 0.5, static_cast<std::int8_t>(i), static_cast<std::int16_t>(client), i * 1000 + client};
@@ -75,8 +81,7 @@ TEST(Rpc, ManyConcurrentCallsFromSeveralClientsAreEachMatchedToTheirRequest) {
   int completed = 0, wrong = 0;
   for (int c = 0; c < kClients; ++c) {
     clients.push_back(std::make_unique<rpc::RpcClient>(loop));
-    boost::system::error_code ec;
-    clients.back()->connect("127.0.0.1", server.port(), 5s, ec);
+    const auto ec = connect(*clients.back(), server.port());
     ASSERT_FALSE(ec) << ec.message();
   }
   for (int c = 0; c < kClients; ++c) {
@@ -100,9 +105,7 @@ TEST(Rpc, ErrorsComeBackAsErrorRepliesNotSilence) {
   TestServer server;
   asio::io_context loop(1);
   rpc::RpcClient client(loop);
-  boost::system::error_code ec;
-  client.connect("127.0.0.1", server.port(), 5s, ec);
-  ASSERT_FALSE(ec);
+  ASSERT_FALSE(connect(client, server.port()));
   std::vector<boost::system::error_code> results;
   std::string boom_message;
   client.call<serial::Pong>(99, kPong, serial::Ping{1}, 5s, [&](const auto& e, serial::Pong) { results.push_back(e); });
@@ -131,9 +134,7 @@ TEST(Rpc, ATimeoutFailsOnlyThatCall) {
   TestServer server;
   asio::io_context loop(1);
   rpc::RpcClient client(loop);
-  boost::system::error_code ec;
-  client.connect("127.0.0.1", server.port(), 5s, ec);
-  ASSERT_FALSE(ec);
+  ASSERT_FALSE(connect(client, server.port()));
   boost::system::error_code slow_result, later_result = rpc::ClientErrc::not_connected;
   client.call<serial::Pong>(kSlow, kPong, serial::Ping{1}, 50ms, [&](const auto& e, serial::Pong) {
     slow_result = e;
@@ -182,9 +183,7 @@ TEST(Rpc, CoroutinesAwaitCallsAndSequencesWrapAround) {
   TestServer server;
   asio::io_context loop(1);
   rpc::RpcClient client(loop, 0xFFFFFFF0u);  // wraps after 16 calls
-  boost::system::error_code ec;
-  client.connect("127.0.0.1", server.port(), 5s, ec);
-  ASSERT_FALSE(ec);
+  ASSERT_FALSE(connect(client, server.port()));
   int good = 0;
   bool threw = false;
   asio::co_spawn(

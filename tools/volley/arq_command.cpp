@@ -2,7 +2,6 @@
 // ARQ channel (or over TCP, the reliable baseline), and per-message delay =
 // delivery time - input time at the receiver.
 #include <csignal>
-#include <deque>
 #include <fstream>
 #include <thread>
 

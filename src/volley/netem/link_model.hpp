@@ -49,7 +49,6 @@ class LinkModel {
   void set_down(bool down) noexcept { down_ = down; }
   std::size_t held() const noexcept { return queue_.size(); }
   const LinkCounters& counters() const noexcept { return counters_; }
-  const Impairment& impairment() const noexcept { return imp_; }
 
  private:
   struct Held {

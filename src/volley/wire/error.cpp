@@ -15,7 +15,6 @@ class WireCategory final : public std::error_category {
       case Errc::body_too_long: return "body over the type's limit";
       case Errc::body_too_short: return "body under the type's minimum";
       case Errc::buffer_too_small: return "output buffer too small";
-      case Errc::truncated: return "truncated input";
       case Errc::bad_checksum: return "bad checksum";
       case Errc::length_below_header: return "length below the header size";
     }

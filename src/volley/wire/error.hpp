@@ -11,7 +11,6 @@ enum class Errc {
   body_too_long,           // over the type's limit but within the protocol maximum (frame skipped)
   body_too_short,          // under the type's minimum (frame skipped)
   buffer_too_small,        // the caller's output buffer cannot hold the encoding
-  truncated,               // fewer bytes than the structure needs
   bad_checksum,            // checked frame: the payload's XOR does not match
   length_below_header,     // checked frame: a total length under the 5-byte header
 };
