@@ -16,6 +16,8 @@ Runner add_arq_commands(CLI::App& app);
 Runner add_arq_bench_command(CLI::App& app);
 // rpc-server and rpc-bench.
 Runner add_rpc_commands(CLI::App& app);
+Runner add_pingpong_server_command(CLI::App& app);
+Runner add_pingpong_command(CLI::App& app);
 // `volley gen` and the `traffic_generator` executable share this.
 Runner add_gen_options(CLI::App& app);
 

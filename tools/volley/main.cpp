@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   volley::tools::Runner run_arq = volley::tools::add_arq_commands(app);
   volley::tools::Runner run_arq_bench = volley::tools::add_arq_bench_command(app);
   volley::tools::Runner run_rpc = volley::tools::add_rpc_commands(app);
+  volley::tools::Runner run_pingpong_server = volley::tools::add_pingpong_server_command(app);
+  volley::tools::Runner run_pingpong = volley::tools::add_pingpong_command(app);
 
   CLI11_PARSE(app, argc, argv);
   // Logs go to stderr: stdout carries the reports, JSON included.
@@ -31,6 +33,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("arq-send") || app.got_subcommand("arq-recv")) return run_arq();
     if (app.got_subcommand("arq-bench")) return run_arq_bench();
     if (app.got_subcommand("rpc-server") || app.got_subcommand("rpc-bench")) return run_rpc();
+    if (app.got_subcommand("pingpong-server")) return run_pingpong_server();
+    if (app.got_subcommand("pingpong")) return run_pingpong();
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return 1;

@@ -4,7 +4,7 @@
 
 namespace volley::net {
 
-LoopPool::LoopPool(std::size_t threads) {
+LoopPool::LoopPool(std::size_t threads, bool busy_poll) : busy_poll_(busy_poll) {
   if (threads == 0) threads = 1;
   loops_.reserve(threads);
   guards_.reserve(threads);
@@ -28,15 +28,27 @@ std::size_t LoopPool::next_index() noexcept {
 
 void LoopPool::start() {
   for (auto& loop : loops_) {
-    threads_.emplace_back([ctx = loop.get()] {
+    threads_.emplace_back([ctx = loop.get(), busy = busy_poll_] {
       try {
-        ctx->run();
+        run_loop(*ctx, busy);
       } catch (const std::exception& e) {
         // A handler that throws is a bug; say so rather than let the thread die silently.
         spdlog::critical("event loop stopped by an exception: {}", e.what());
         throw;
       }
     });
+  }
+}
+
+void run_loop(boost::asio::io_context& loop, bool busy_poll) {
+  if (!busy_poll) {
+    loop.run();
+    return;
+  }
+  // poll() returns 0 both when nothing was ready and when the loop ran out of
+  // work or was stopped; stopped() tells the two apart.
+  for (;;) {
+    if (loop.poll() == 0 && loop.stopped()) return;
   }
 }
 

@@ -13,7 +13,10 @@ namespace volley::net {
 
 class LoopPool {
  public:
-  explicit LoopPool(std::size_t threads);
+  // busy_poll: each loop spins on a zero-timeout poll instead of sleeping in
+  // epoll_wait. That burns a CPU per loop but skips the wake-up of a sleeping
+  // thread, which is most of a loopback round trip on a virtual machine.
+  explicit LoopPool(std::size_t threads, bool busy_poll = false);
   ~LoopPool();
   LoopPool(const LoopPool&) = delete;
   LoopPool& operator=(const LoopPool&) = delete;
@@ -36,6 +39,11 @@ class LoopPool {
   std::vector<Guard> guards_;
   std::vector<std::thread> threads_;
   std::size_t next_ = 0;
+  bool busy_poll_ = false;
 };
+
+// Runs `loop` until it stops or runs out of work, spinning on poll() when
+// busy_poll is set. For loops driven by a thread the caller owns.
+void run_loop(boost::asio::io_context& loop, bool busy_poll);
 
 }  // namespace volley::net

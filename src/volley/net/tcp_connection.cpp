@@ -14,6 +14,9 @@ const char* to_string(CloseReason::Kind kind) noexcept {
     case CloseReason::Kind::protocol_error: return "protocol error";
     case CloseReason::Kind::local_close: return "closed locally";
     case CloseReason::Kind::shutdown: return "shutdown";
+    case CloseReason::Kind::heartbeat_timeout: return "heartbeat timeout";
+    case CloseReason::Kind::idle_timeout: return "idle timeout";
+    case CloseReason::Kind::slow_consumer: return "slow consumer";
   }
   return "?";
 }
@@ -25,9 +28,19 @@ TcpConnection::TcpConnection(asio::ip::tcp::socket socket, std::unique_ptr<Strea
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
 }
 
-void TcpConnection::start() { do_read(); }
+void TcpConnection::start() {
+  handler_->on_open(*this);
+  if (state_ != State::closed) do_read();
+}
+
+void TcpConnection::resume_reading() {
+  if (!reading_paused_) return;
+  reading_paused_ = false;
+  if (!read_pending_ && state_ != State::closed && !peer_eof_) do_read();
+}
 
 void TcpConnection::do_read() {
+  read_pending_ = true;
   const std::span<std::byte> buf = handler_->read_buffer();
   socket_.async_read_some(asio::buffer(buf.data(), buf.size()),
                           [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
@@ -36,6 +49,7 @@ void TcpConnection::do_read() {
 }
 
 void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) {
+  read_pending_ = false;
   if (state_ == State::closed) return;
   if (ec) {
     if (ec == asio::error::eof) {
@@ -58,12 +72,20 @@ void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) 
   in_read_callback_ = false;
   if (state_ == State::closed) return;
   maybe_flush();
-  do_read();
+  if (!reading_paused_) do_read();
 }
 
 bool TcpConnection::send(std::span<const std::byte> bytes) {
   if (state_ != State::open) return false;
   queue_.append(bytes);
+  if (!in_read_callback_) maybe_flush();
+  return true;
+}
+
+bool TcpConnection::send(std::span<const std::byte> head, std::span<const std::byte> body) {
+  if (state_ != State::open) return false;
+  queue_.append(head);
+  queue_.append(body);
   if (!in_read_callback_) maybe_flush();
   return true;
 }
@@ -130,6 +152,7 @@ void TcpConnection::finish(CloseReason reason) {
   boost::system::error_code ignored;
   linger_timer_.cancel();
   socket_.close(ignored);
+  reason.unsent_bytes = queue_.queued_bytes();
   queue_.clear();
   handler_->on_close(*this, reason);
   if (close_observer_) close_observer_(*this);

@@ -19,9 +19,20 @@
 namespace volley::net {
 
 struct CloseReason {
-  enum class Kind { peer_closed, io_error, protocol_error, local_close, shutdown };
+  enum class Kind {
+    peer_closed,
+    io_error,
+    protocol_error,
+    local_close,
+    shutdown,
+    heartbeat_timeout,
+    idle_timeout,
+    slow_consumer,
+  };
   Kind kind = Kind::local_close;
   std::string detail;
+  // Bytes accepted for sending that never reached the kernel (set when the connection finishes).
+  std::size_t unsent_bytes = 0;
 };
 const char* to_string(CloseReason::Kind kind) noexcept;
 
@@ -33,6 +44,8 @@ class StreamHandler {
   virtual ~StreamHandler() = default;
   // Where the next read lands; the handler owns that memory.
   virtual std::span<std::byte> read_buffer() = 0;
+  // The connection started; the handler may keep a pointer to it until on_close.
+  virtual void on_open(TcpConnection& /*connection*/) {}
   // `n` bytes landed at the start of the last read_buffer(). Sends made here are
   // held back and flushed together when it returns.
   virtual void on_data(TcpConnection& connection, std::size_t n) = 0;
@@ -57,6 +70,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // once the connection is closing: nothing is queued then.
   bool send(std::span<const std::byte> bytes);
   bool send_borrowed(std::span<const std::byte> bytes);
+  // A header and a body copied back to back, so they leave in one write.
+  bool send(std::span<const std::byte> head, std::span<const std::byte> body);
 
   // Graceful: refuse further sends, flush what is queued, send FIN, keep reading
   // until the peer's FIN (bounded by kLingerTimeout), then close.
@@ -64,10 +79,16 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // Immediate: drop what is queued and close the socket.
   void abort(CloseReason reason);
 
+  // Stops reading after the current read (the peer's writes then back up into
+  // its own buffers: backpressure across the network) until resume_reading().
+  void pause_reading() noexcept { reading_paused_ = true; }
+  void resume_reading();
+
   bool open() const noexcept { return state_ == State::open; }
   bool closed() const noexcept { return state_ == State::closed; }
   std::size_t queued_bytes() const noexcept { return queue_.queued_bytes(); }
   const boost::asio::ip::tcp::endpoint& remote_endpoint() const noexcept { return remote_; }
+  boost::asio::any_io_executor get_executor() { return socket_.get_executor(); }
   StreamHandler& handler() noexcept { return *handler_; }
   // Runs after the handler's on_close; the owner uses it to forget the connection.
   void set_close_observer(std::function<void(TcpConnection&)> observer) { close_observer_ = std::move(observer); }
@@ -92,6 +113,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   State state_ = State::open;
   bool in_read_callback_ = false;
   bool peer_eof_ = false;
+  bool reading_paused_ = false;
+  bool read_pending_ = false;
   CloseReason pending_reason_;
   std::function<void(TcpConnection&)> close_observer_;
 };

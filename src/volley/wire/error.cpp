@@ -17,6 +17,7 @@ class WireCategory final : public std::error_category {
       case Errc::buffer_too_small: return "output buffer too small";
       case Errc::bad_checksum: return "bad checksum";
       case Errc::length_below_header: return "length below the header size";
+      case Errc::length_mismatch: return "length field disagrees with the frame's size";
     }
     return "unknown wire error";
   }

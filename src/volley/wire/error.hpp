@@ -13,6 +13,7 @@ enum class Errc {
   buffer_too_small,        // the caller's output buffer cannot hold the encoding
   bad_checksum,            // checked frame: the payload's XOR does not match
   length_below_header,     // checked frame: a total length under the 5-byte header
+  length_mismatch,         // an outgoing frame whose length field disagrees with its size
 };
 
 const std::error_category& wire_category() noexcept;

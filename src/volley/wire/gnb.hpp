@@ -23,6 +23,10 @@ inline constexpr std::size_t kHeaderSize = 6;
 inline constexpr std::size_t kMaxBodyLength = 64 * 1024;  // the data message limit
 inline constexpr std::size_t kMaxFrameSize = kHeaderSize + kMaxBodyLength;
 inline constexpr std::size_t kTypeCount = 5;
+// A session-level keepalive, not a message: type 0x0000 with an empty body (six
+// zero bytes). Only a session with heartbeats on accepts it; to the plain
+// decoder type 0 stays unknown. See docs/PROTOCOL.md.
+inline constexpr std::size_t kKeepaliveSize = kHeaderSize;
 
 struct TypeInfo {
   MessageType type;

@@ -16,6 +16,16 @@ std::size_t FrameDecoder::feed(std::span<const std::byte> chunk) noexcept {
   return n;
 }
 
+bool FrameDecoder::take_keepalive() noexcept {
+  if (failed()) return false;
+  const std::span<const std::byte> in = buffer_.readable();
+  if (in.size() < kKeepaliveSize) return false;
+  for (std::size_t i = 0; i < kKeepaliveSize; ++i)
+    if (in[i] != std::byte{0}) return false;
+  buffer_.consume(kKeepaliveSize);
+  return true;
+}
+
 DecodeResult FrameDecoder::next() noexcept {
   if (failed()) return failure_;
   const std::span<const std::byte> in = buffer_.readable();

@@ -43,7 +43,12 @@ class FrameDecoder {
   std::size_t feed(std::span<const std::byte> chunk) noexcept;
 
   DecodeResult next() noexcept;
+  // If the next frame is a complete keepalive (kKeepaliveSize zero bytes),
+  // consumes it and returns true. Call before next(), which would call it unknown.
+  bool take_keepalive() noexcept;
 
+  // The bytes buffered and not yet decoded.
+  std::span<const std::byte> readable() const noexcept { return buffer_.readable(); }
   bool failed() const noexcept { return static_cast<bool>(failure_.error); }
   // Bytes of an incomplete frame: non-zero when a peer closes mid-frame.
   std::size_t buffered() const noexcept { return buffer_.size(); }

@@ -1,0 +1,152 @@
+#include <volley/net/reconnecting_client.hpp>
+
+#include <boost/asio/post.hpp>
+
+namespace volley::net {
+
+namespace asio = boost::asio;
+
+ReconnectingClient::ReconnectingClient(asio::io_context& loop, ReconnectingClientOptions options,
+                                       Callbacks callbacks)
+    : loop_(loop),
+      options_(std::move(options)),
+      callbacks_(std::move(callbacks)),
+      validator_(options_.make_codec()),
+      backoff_(options_.backoff),
+      rng_(options_.jitter_seed),
+      retry_timer_(loop),
+      connect_timer_(loop) {}
+
+ReconnectingClient::~ReconnectingClient() {
+  // Handlers still queued on the loop see alive_ expired and touch nothing.
+  alive_.reset();
+  callbacks_ = {};
+  stopping_ = true;
+  if (connection_) connection_->abort({CloseReason::Kind::local_close, "client destroyed"});
+}
+
+void ReconnectingClient::start() {
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(options_.host, ec);
+  if (!ec) {
+    endpoint_ = {address, options_.port};
+  } else {
+    // Names are resolved once, here: a reconnect must not block the loop on DNS.
+    asio::ip::tcp::resolver resolver(loop_);
+    const auto results = resolver.resolve(options_.host, std::to_string(options_.port));
+    endpoint_ = *results.begin();
+  }
+  connect();
+}
+
+void ReconnectingClient::connect() {
+  socket_ = std::make_unique<asio::ip::tcp::socket>(loop_);
+  std::weak_ptr<bool> alive = alive_;
+  connect_timer_.expires_after(options_.connect_timeout);
+  connect_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+    if (ec || alive.expired() || !socket_) return;
+    boost::system::error_code ignored;
+    socket_->close(ignored);  // completes the connect with operation_aborted
+  });
+  socket_->async_connect(endpoint_, [this, alive](const boost::system::error_code& ec) {
+    if (alive.expired()) return;
+    on_connect(ec);
+  });
+}
+
+void ReconnectingClient::on_connect(const boost::system::error_code& ec) {
+  connect_timer_.cancel();
+  if (stopping_) {
+    socket_.reset();
+    return;
+  }
+  if (ec) {
+    socket_.reset();
+    ++stats_.failed_attempts;
+    schedule_reconnect(ec == asio::error::operation_aborted ? "connect timed out" : ec.message());
+    return;
+  }
+  auto session = std::make_unique<Session>(options_.make_codec(), options_.session, static_cast<SessionEvents&>(*this));
+  Session* raw = session.get();
+  connection_ = std::make_shared<TcpConnection>(std::move(*socket_), std::move(session));
+  socket_.reset();
+  session_ = raw;
+  connection_->start();
+}
+
+void ReconnectingClient::schedule_reconnect(const std::string& why) {
+  const auto delay = backoff_.next(std::uniform_real_distribution<double>(0.0, 1.0)(rng_));
+  if (!why.empty() && callbacks_.on_connect_failed) callbacks_.on_connect_failed(why, delay);
+  std::weak_ptr<bool> alive = alive_;
+  retry_timer_.expires_after(delay);
+  retry_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+    if (ec || alive.expired() || stopping_) return;
+    connect();
+  });
+}
+
+SendResult ReconnectingClient::send(std::span<const std::byte> payload) {
+  if (stopping_) return SendResult::closed;
+  // Straight to the connection only when nothing older waits in the outbox: order is kept.
+  if (session_ != nullptr && session_->open() && outbox_.empty() && !session_->congested()) {
+    const SendResult r = session_->send(payload);
+    if (r == SendResult::sent || r == SendResult::invalid) return r;
+  }
+  std::array<std::byte, SessionCodec::kMaxHeader> header;
+  std::error_code ec;
+  validator_->frame_header(payload, header, ec);
+  if (ec) return SendResult::invalid;
+  if (outbox_.size() >= options_.outbox_messages || outbox_bytes_ + payload.size() > options_.outbox_bytes) {
+    ++stats_.outbox_refusals;
+    return SendResult::outbox_full;
+  }
+  outbox_.emplace_back(payload.begin(), payload.end());
+  outbox_bytes_ += payload.size();
+  return SendResult::queued;
+}
+
+void ReconnectingClient::drain_outbox() {
+  while (!outbox_.empty() && session_ != nullptr && session_->open() && !session_->congested()) {
+    if (session_->send(outbox_.front()) != SendResult::sent) break;
+    outbox_bytes_ -= outbox_.front().size();
+    outbox_.pop_front();
+  }
+}
+
+void ReconnectingClient::stop() {
+  stopping_ = true;
+  retry_timer_.cancel();
+  connect_timer_.cancel();
+  if (socket_) {
+    boost::system::error_code ignored;
+    socket_->close(ignored);
+  }
+  if (session_ != nullptr) session_->close({CloseReason::Kind::local_close, {}});
+}
+
+void ReconnectingClient::on_open(Session& /*session*/) {
+  ++stats_.connects;
+  backoff_.reset();
+  if (callbacks_.on_connected) callbacks_.on_connected();
+  drain_outbox();
+}
+
+void ReconnectingClient::on_message(Session& /*session*/, std::span<const std::byte> payload) {
+  if (callbacks_.on_message) callbacks_.on_message(payload);
+}
+
+void ReconnectingClient::on_backpressure(Session& /*session*/, bool congested) {
+  if (!congested) drain_outbox();
+}
+
+void ReconnectingClient::on_close(Session& /*session*/, const CloseReason& reason) {
+  session_ = nullptr;
+  ++stats_.disconnects;
+  stats_.unsent_bytes_lost += reason.unsent_bytes;
+  // The connection is mid-call (this runs inside it): let it go on the next turn of the loop.
+  asio::post(loop_, [c = std::move(connection_)] {});
+  if (callbacks_.on_disconnected) callbacks_.on_disconnected(reason);
+  if (!stopping_) schedule_reconnect({});
+}
+
+}  // namespace volley::net

@@ -1,0 +1,108 @@
+#pragma once
+// A client session that keeps itself connected: it reconnects with exponential
+// backoff and jitter, and keeps what it is given while it cannot send (the
+// peer is away, or the connection is over its high-water mark) in a bounded
+// outbox, delivered in order once it can. A send it cannot keep is refused and
+// says so; nothing it accepted is dropped silently. Lives on one loop: every
+// member function must be called on that loop's thread.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <volley/net/backoff.hpp>
+#include <volley/net/session.hpp>
+
+namespace volley::net {
+
+struct ReconnectingClientOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+  std::chrono::milliseconds connect_timeout{2000};
+  BackoffOptions backoff{};
+  std::size_t outbox_messages = 4096;
+  std::size_t outbox_bytes = 4 * 1024 * 1024;
+  SessionOptions session{};
+  std::function<std::unique_ptr<SessionCodec>()> make_codec;
+  std::uint64_t jitter_seed = 0x5eed;
+};
+
+struct ReconnectingClientStats {
+  std::uint64_t connects = 0;
+  std::uint64_t failed_attempts = 0;
+  std::uint64_t disconnects = 0;
+  std::uint64_t outbox_refusals = 0;
+  // Bytes accepted onto a connection that were still unsent when it died.
+  std::uint64_t unsent_bytes_lost = 0;
+};
+
+class ReconnectingClient final : private SessionEvents {
+ public:
+  struct Callbacks {
+    std::function<void()> on_connected;
+    std::function<void(const CloseReason&)> on_disconnected;
+    // A connection attempt failed; the next one comes after `delay`.
+    std::function<void(const std::string& error, std::chrono::milliseconds delay)> on_connect_failed;
+    std::function<void(std::span<const std::byte>)> on_message;
+  };
+
+  ReconnectingClient(boost::asio::io_context& loop, ReconnectingClientOptions options, Callbacks callbacks);
+  ~ReconnectingClient() override;
+  ReconnectingClient(const ReconnectingClient&) = delete;
+  ReconnectingClient& operator=(const ReconnectingClient&) = delete;
+
+  void start();
+  // sent, queued (outbox), or a refusal: outbox_full, invalid, closed (after stop()).
+  SendResult send(std::span<const std::byte> payload);
+  // Flushes and closes the connection; no more reconnects.
+  void stop();
+
+  bool connected() const noexcept { return session_ != nullptr && session_->open(); }
+  std::size_t outbox_messages() const noexcept { return outbox_.size(); }
+  std::size_t outbox_bytes() const noexcept { return outbox_bytes_; }
+  const ReconnectingClientStats& stats() const noexcept { return stats_; }
+  // The live session, or null while disconnected.
+  Session* session() noexcept { return session_; }
+
+ private:
+  void connect();
+  void on_connect(const boost::system::error_code& ec);
+  void schedule_reconnect(const std::string& why);
+  void drain_outbox();
+
+  // SessionEvents
+  void on_open(Session& session) override;
+  void on_message(Session& session, std::span<const std::byte> payload) override;
+  void on_backpressure(Session& session, bool congested) override;
+  void on_close(Session& session, const CloseReason& reason) override;
+
+  boost::asio::io_context& loop_;
+  ReconnectingClientOptions options_;
+  Callbacks callbacks_;
+  std::unique_ptr<SessionCodec> validator_;  // frames nothing; checks payloads that go to the outbox
+  Backoff backoff_;
+  std::mt19937_64 rng_;
+  boost::asio::ip::tcp::endpoint endpoint_;
+  std::unique_ptr<boost::asio::ip::tcp::socket> socket_;  // while connecting
+  boost::asio::steady_timer retry_timer_;
+  boost::asio::steady_timer connect_timer_;
+  std::shared_ptr<TcpConnection> connection_;
+  Session* session_ = nullptr;
+  std::deque<std::vector<std::byte>> outbox_;
+  std::size_t outbox_bytes_ = 0;
+  ReconnectingClientStats stats_;
+  bool stopping_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace volley::net

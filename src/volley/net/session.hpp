@@ -1,0 +1,133 @@
+#pragma once
+// A message session on one TCP connection, for any framing (SessionCodec):
+// heartbeats and the liveness check, an idle timeout, a high-water mark on
+// queued outgoing bytes with a slow-consumer policy, and a policy for protocol
+// errors. It is the connection's StreamHandler and lives on the connection's loop.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <system_error>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <volley/net/session_codec.hpp>
+#include <volley/net/tcp_connection.hpp>
+
+namespace volley::net {
+
+struct SessionOptions {
+  enum class OnProtocolError { drop, close };
+
+  // A heartbeat goes out when nothing else was sent for an interval; a peer
+  // silent (no bytes at all) for interval x misses is gone. Zero turns both off.
+  std::chrono::milliseconds heartbeat_interval{5000};
+  unsigned heartbeat_misses = 3;
+  // No message (heartbeats do not count) either way for this long closes the session. Zero: never.
+  std::chrono::milliseconds idle_timeout{0};
+  // Queued outgoing bytes at which sends are refused and the sender told; they
+  // are taken again once the queue drains to low_water (0: half of high_water).
+  std::size_t high_water = 4 * 1024 * 1024;
+  std::size_t low_water = 0;
+  // A peer that keeps the queue above high water this long is disconnected. Zero: never.
+  std::chrono::milliseconds slow_consumer_timeout{0};
+  OnProtocolError on_protocol_error = OnProtocolError::drop;
+};
+
+enum class SendResult {
+  sent,          // queued on the connection
+  high_water,    // refused: the queue is over its high-water mark
+  closed,        // refused: the session is closing or closed
+  invalid,       // refused: the payload cannot be framed (too long, malformed)
+  queued,        // (ReconnectingClient) kept in the outbox for the next connection
+  outbox_full,   // (ReconnectingClient) refused: disconnected and the outbox is full
+};
+const char* to_string(SendResult r) noexcept;
+
+struct SessionStats {
+  std::uint64_t messages_in = 0;
+  std::uint64_t messages_out = 0;
+  std::uint64_t heartbeats_in = 0;
+  std::uint64_t heartbeats_out = 0;
+  std::uint64_t protocol_errors = 0;
+  std::uint64_t refused_sends = 0;
+  std::uint64_t high_water_events = 0;
+};
+
+class Session;
+
+class SessionEvents {
+ public:
+  virtual ~SessionEvents() = default;
+  virtual void on_open(Session& /*session*/) {}
+  // The payload is valid only during the call.
+  virtual void on_message(Session& session, std::span<const std::byte> payload) = 0;
+  // A bad frame was counted; `closing` says whether the policy closes the session.
+  virtual void on_protocol_error(Session& /*session*/, const std::error_code& /*error*/, bool /*closing*/) {}
+  // congested: the queue crossed high water (sends are refused); false: drained to low water.
+  virtual void on_backpressure(Session& /*session*/, bool /*congested*/) {}
+  virtual void on_close(Session& /*session*/, const CloseReason& /*reason*/) {}
+};
+
+class Session final : public StreamHandler {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `events` must outlive the session unless the session owns it (second form).
+  Session(std::unique_ptr<SessionCodec> codec, const SessionOptions& options, SessionEvents& events);
+  Session(std::unique_ptr<SessionCodec> codec, const SessionOptions& options, std::unique_ptr<SessionEvents> events);
+
+  SendResult send(std::span<const std::byte> payload);
+  // Graceful: queued messages are flushed first.
+  void close(CloseReason reason = {CloseReason::Kind::local_close, {}});
+
+  // Stop decoding input (the frames already read wait in the decoder) and
+  // reading from the socket, e.g. while the replies they would cause cannot be
+  // queued; resume_input() picks up where it stopped.
+  void pause_input();
+  void resume_input();
+
+  bool open() const noexcept { return connection_ != nullptr && connection_->open(); }
+  bool congested() const noexcept { return congested_; }
+  std::size_t queued_bytes() const noexcept { return connection_ ? connection_->queued_bytes() : 0; }
+  const SessionStats& stats() const noexcept { return stats_; }
+  const SessionOptions& options() const noexcept { return options_; }
+  TcpConnection* connection() noexcept { return connection_; }
+  SessionEvents& events() noexcept { return *events_; }
+
+  // StreamHandler
+  void on_open(TcpConnection& connection) override;
+  std::span<std::byte> read_buffer() override { return codec_->prepare(); }
+  void on_data(TcpConnection& connection, std::size_t n) override;
+  void on_written(TcpConnection& connection, std::size_t bytes) override;
+  void on_close(TcpConnection& connection, const CloseReason& reason) override;
+
+ private:
+  void decode_buffered();
+  void arm_liveness(Clock::time_point deadline);
+  void arm_heartbeat();
+  void arm_idle();
+  void enter_congestion();
+
+  std::unique_ptr<SessionCodec> codec_;
+  SessionOptions options_;
+  std::unique_ptr<SessionEvents> owned_events_;
+  SessionEvents* events_;
+  TcpConnection* connection_ = nullptr;
+  SessionStats stats_;
+
+  std::optional<boost::asio::steady_timer> heartbeat_timer_;
+  std::optional<boost::asio::steady_timer> liveness_timer_;
+  std::optional<boost::asio::steady_timer> idle_timer_;
+  std::optional<boost::asio::steady_timer> slow_timer_;
+  Clock::time_point last_received_{};
+  Clock::time_point last_activity_{};
+  bool sent_since_heartbeat_ = false;
+  bool message_activity_ = false;
+  bool congested_ = false;
+  bool input_paused_ = false;
+};
+
+}  // namespace volley::net

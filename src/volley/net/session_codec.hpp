@@ -1,0 +1,50 @@
+#pragma once
+// What a Session needs of a framing: split the byte stream into messages and
+// heartbeats, frame an outgoing message, and say what a heartbeat looks like.
+// One virtual call per frame buys one Session for every framing.
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <system_error>
+
+namespace volley::net {
+
+struct Inbound {
+  enum class Kind {
+    need_more,  // no complete frame buffered
+    message,    // payload is the message
+    heartbeat,  // liveness only; not a message
+    rejected,   // a bad frame was skipped; the stream is still in sync
+    failed,     // the stream cannot be trusted any more; the session closes
+  };
+  Kind kind = Kind::need_more;
+  std::span<const std::byte> payload{};  // message: valid until the next prepare()
+  std::error_code error{};               // rejected and failed
+};
+
+class SessionCodec {
+ public:
+  virtual ~SessionCodec() = default;
+  virtual std::span<std::byte> prepare() = 0;
+  virtual void commit(std::size_t n) = 0;
+  virtual Inbound next() = 0;
+  // Bytes of an unfinished frame (non-zero when a peer leaves mid-frame).
+  virtual std::size_t buffered() const = 0;
+
+  // Writes what goes on the wire before `payload` into `header` and returns its
+  // length (kMaxHeader at most); `ec` set when the payload cannot be framed.
+  static constexpr std::size_t kMaxHeader = 16;
+  virtual std::size_t frame_header(std::span<const std::byte> payload, std::span<std::byte, kMaxHeader> header,
+                                   std::error_code& ec) const = 0;
+  virtual std::span<const std::byte> heartbeat() const = 0;
+  // The largest payload a message can carry.
+  virtual std::size_t max_payload() const = 0;
+};
+
+// The checked frame: payloads are framed with the 5-byte header, heartbeats are type 0.
+std::unique_ptr<SessionCodec> make_checked_codec(std::size_t max_payload);
+// The gNB protocol: a "payload" is a whole gNB frame, sent as it is (its header is
+// checked first); the heartbeat is the six-byte keepalive of docs/PROTOCOL.md.
+std::unique_ptr<SessionCodec> make_gnb_codec();
+
+}  // namespace volley::net

@@ -1,0 +1,174 @@
+// `volley pingpong-server`: answers every message with the same payload, over
+// sessions with heartbeats, backpressure and the protocol-error policy.
+#include <csignal>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <volley/net/loop_pool.hpp>
+#include <volley/net/session.hpp>
+#include <volley/net/tcp_server.hpp>
+
+#include "commands.hpp"
+#include "json_output.hpp"
+#include "session_options.hpp"
+
+namespace volley::tools {
+namespace {
+
+namespace asio = boost::asio;
+
+struct ServerOptions {
+  std::string bind = "127.0.0.1";
+  std::uint16_t port = 7777;
+  std::size_t threads = 1;
+  bool busy_poll = false;
+  bool json = false;
+  SessionFlags session;
+};
+
+constexpr std::size_t kCloseKinds = 8;
+
+// One per worker loop, touched only there; summed after the loops have stopped.
+struct WorkerTotals {
+  std::uint64_t sessions = 0;
+  net::SessionStats messages;
+  std::uint64_t closes[kCloseKinds] = {};
+  std::uint64_t unsent_bytes = 0;
+};
+
+std::string peer_name(net::Session& s) {
+  const auto& ep = s.connection()->remote_endpoint();
+  return fmt::format("{}:{}", ep.address().to_string(), ep.port());
+}
+
+class EchoEvents final : public net::SessionEvents {
+ public:
+  explicit EchoEvents(WorkerTotals& totals) : totals_(totals) {}
+
+  void on_open(net::Session&) override { ++totals_.sessions; }
+
+  void on_message(net::Session& s, std::span<const std::byte> payload) override {
+    s.send(payload);
+    // The reply was taken; while the queue is over high water, read no more
+    // requests rather than refuse their replies.
+    if (s.congested()) s.pause_input();
+  }
+
+  void on_backpressure(net::Session& s, bool congested) override {
+    if (!congested) s.resume_input();
+  }
+
+  void on_protocol_error(net::Session& s, const std::error_code& error, bool closing) override {
+    spdlog::warn("{}: protocol error: {} ({})", peer_name(s), error.message(), closing ? "closing" : "frame dropped");
+  }
+
+  void on_close(net::Session& s, const net::CloseReason& reason) override {
+    const auto& st = s.stats();
+    auto& t = totals_.messages;
+    t.messages_in += st.messages_in;
+    t.messages_out += st.messages_out;
+    t.heartbeats_in += st.heartbeats_in;
+    t.heartbeats_out += st.heartbeats_out;
+    t.protocol_errors += st.protocol_errors;
+    t.high_water_events += st.high_water_events;
+    ++totals_.closes[static_cast<std::size_t>(reason.kind)];
+    totals_.unsent_bytes += reason.unsent_bytes;
+    spdlog::info("{}: closed: {}{}{} ({} messages in, {} protocol errors{})", peer_name(s), net::to_string(reason.kind),
+                 reason.detail.empty() ? "" : ": ", reason.detail, st.messages_in, st.protocol_errors,
+                 reason.unsent_bytes ? fmt::format(", {} bytes unsent", reason.unsent_bytes) : "");
+  }
+
+ private:
+  WorkerTotals& totals_;
+};
+
+int run_server(const ServerOptions& o) {
+  asio::io_context accept_loop(1);
+  net::LoopPool workers(o.threads, o.busy_poll);
+  std::vector<WorkerTotals> totals(workers.size());
+  const net::SessionOptions session_options = o.session.options();
+  const SessionFlags flags = o.session;
+  net::TcpServer server(accept_loop, workers, {asio::ip::make_address(o.bind), o.port},
+                        [&](std::size_t worker) -> std::unique_ptr<net::StreamHandler> {
+                          return std::make_unique<net::Session>(flags.make_codec(), session_options,
+                                                                std::make_unique<EchoEvents>(totals[worker]));
+                        });
+  const auto local = server.local_endpoint();
+  // The port line goes to stdout first, so a script starting us on port 0 learns it.
+  fmt::print("listening {}:{}\n", local.address().to_string(), local.port());
+  std::fflush(stdout);
+  spdlog::info("volley pingpong-server on {}:{} ({} framing, {} worker threads{}, heartbeat {} ms x {})",
+               local.address().to_string(), local.port(), flags.framing, workers.size(),
+               o.busy_poll ? ", busy-poll" : "", flags.heartbeat_ms, flags.heartbeat_misses);
+
+  asio::signal_set signals(accept_loop, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    spdlog::info("signal {}: closing sessions and stopping", signo);
+    server.shutdown();
+    workers.release();
+  });
+  server.start();
+  workers.start();
+  accept_loop.run();
+  workers.join();
+
+  WorkerTotals sum;
+  for (const auto& t : totals) {
+    sum.sessions += t.sessions;
+    sum.messages.messages_in += t.messages.messages_in;
+    sum.messages.messages_out += t.messages.messages_out;
+    sum.messages.heartbeats_in += t.messages.heartbeats_in;
+    sum.messages.heartbeats_out += t.messages.heartbeats_out;
+    sum.messages.protocol_errors += t.messages.protocol_errors;
+    sum.messages.high_water_events += t.messages.high_water_events;
+    for (std::size_t k = 0; k < kCloseKinds; ++k) sum.closes[k] += t.closes[k];
+    sum.unsent_bytes += t.unsent_bytes;
+  }
+  boost::json::object closes;
+  for (std::size_t k = 0; k < kCloseKinds; ++k)
+    closes[net::to_string(static_cast<net::CloseReason::Kind>(k))] = sum.closes[k];
+  boost::json::object report{{"tool", "volley pingpong-server"},
+                             {"sessions", sum.sessions},
+                             {"messages_in", sum.messages.messages_in},
+                             {"messages_out", sum.messages.messages_out},
+                             {"heartbeats_in", sum.messages.heartbeats_in},
+                             {"heartbeats_out", sum.messages.heartbeats_out},
+                             {"protocol_errors", sum.messages.protocol_errors},
+                             {"high_water_events", sum.messages.high_water_events},
+                             {"unsent_bytes", sum.unsent_bytes},
+                             {"closes", closes}};
+  if (o.json) {
+    fmt::print("{}\n", to_json_text(report));
+  } else {
+    fmt::print("sessions {}, messages in {} out {}, heartbeats in {} out {}, protocol errors {}, high-water events {}\n",
+               sum.sessions, sum.messages.messages_in, sum.messages.messages_out, sum.messages.heartbeats_in,
+               sum.messages.heartbeats_out, sum.messages.protocol_errors, sum.messages.high_water_events);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_pingpong_server_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("pingpong-server", "Answer every message with the same payload (checked or gNB framing)");
+  auto o = std::make_shared<ServerOptions>();
+  cmd->add_option("-p,--port", o->port, "TCP port (0: any free port; the port is printed on stdout)")->capture_default_str();
+  cmd->add_option("-b,--bind", o->bind, "Address to listen on")->capture_default_str();
+  cmd->add_option("-t,--threads", o->threads, "Worker loops; connections are spread round-robin")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_flag("--busy-poll", o->busy_poll, "Worker loops spin instead of sleeping in the kernel (a CPU each)");
+  cmd->add_flag("--json", o->json, "Print the final totals as JSON on stdout");
+  add_session_flags(*cmd, o->session);
+  return [o] { return run_server(*o); };
+}
+
+}  // namespace volley::tools

@@ -1,0 +1,57 @@
+#include "session_options.hpp"
+
+#include <map>
+
+namespace volley::tools {
+
+net::SessionOptions SessionFlags::options() const {
+  net::SessionOptions o;
+  o.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
+  o.heartbeat_misses = heartbeat_misses;
+  o.idle_timeout = std::chrono::milliseconds(idle_timeout_ms);
+  o.high_water = high_water;
+  o.slow_consumer_timeout = std::chrono::milliseconds(slow_consumer_ms);
+  o.on_protocol_error = on_protocol_error;
+  return o;
+}
+
+std::unique_ptr<net::SessionCodec> SessionFlags::make_codec() const {
+  if (framing == "gnb") return net::make_gnb_codec();
+  return net::make_checked_codec(max_payload);
+}
+
+void add_session_flags(CLI::App& cmd, SessionFlags& f) {
+  cmd.add_option("--framing", f.framing,
+                 "checked ([u24 length][u8 type][u8 xor][payload], heartbeat = type 0) or gnb (whole gNB frames, "
+                 "keepalive = six zero bytes)")
+      ->check(CLI::IsMember({"checked", "gnb"}))
+      ->capture_default_str();
+  cmd.add_option("--heartbeat-ms", f.heartbeat_ms,
+                 "Heartbeat interval in ms; a peer silent for interval x misses is disconnected (0: off)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{3600000}))
+      ->capture_default_str();
+  cmd.add_option("--heartbeat-misses", f.heartbeat_misses, "Heartbeat intervals of silence tolerated")
+      ->check(CLI::Range(1u, 1000u))
+      ->capture_default_str();
+  cmd.add_option("--idle-timeout-ms", f.idle_timeout_ms, "Close a session with no message either way for this long (0: never)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{86400000}))
+      ->capture_default_str();
+  cmd.add_option("--high-water", f.high_water,
+                 "Queued outgoing bytes at which a session stops taking messages and reading input")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 34))
+      ->capture_default_str();
+  cmd.add_option("--slow-consumer-ms", f.slow_consumer_ms,
+                 "Disconnect a peer that keeps the queue over high water this long (0: never)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{86400000}))
+      ->capture_default_str();
+  const std::map<std::string, net::SessionOptions::OnProtocolError> policies{
+      {"drop", net::SessionOptions::OnProtocolError::drop}, {"close", net::SessionOptions::OnProtocolError::close}};
+  cmd.add_option("--on-protocol-error", f.on_protocol_error,
+                 "A bad frame (checksum, type, length) is counted and then: drop (skip it, go on) or close")
+      ->transform(CLI::CheckedTransformer(policies, CLI::ignore_case));
+  cmd.add_option("--max-payload", f.max_payload, "Largest checked-frame payload accepted (bytes)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{0xFFFFFF - 5}))
+      ->capture_default_str();
+}
+
+}  // namespace volley::tools

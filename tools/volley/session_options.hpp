@@ -1,0 +1,30 @@
+#pragma once
+// Command-line flags for a session's policies, shared by the tools that run sessions.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include <volley/net/session.hpp>
+#include <volley/net/session_codec.hpp>
+
+namespace volley::tools {
+
+struct SessionFlags {
+  std::int64_t heartbeat_ms = 5000;
+  unsigned heartbeat_misses = 3;
+  std::int64_t idle_timeout_ms = 0;
+  std::size_t high_water = 4 * 1024 * 1024;
+  std::int64_t slow_consumer_ms = 0;
+  net::SessionOptions::OnProtocolError on_protocol_error = net::SessionOptions::OnProtocolError::drop;
+  std::string framing = "checked";
+  std::size_t max_payload = 1024 * 1024;
+
+  net::SessionOptions options() const;
+  std::unique_ptr<net::SessionCodec> make_codec() const;
+};
+
+void add_session_flags(CLI::App& cmd, SessionFlags& flags);
+
+}  // namespace volley::tools
