@@ -162,7 +162,8 @@ void Session::arm_heartbeat() {
 void Session::arm_liveness(Clock::time_point deadline) {
   liveness_timer_->expires_at(deadline);
   liveness_timer_->async_wait([this, keep = connection_->shared_from_this()](const boost::system::error_code& ec) {
-    if (ec || connection_->closed()) return;
+    // A closing connection is bounded by its linger time, not by heartbeats.
+    if (ec || !connection_->open()) return;
     const auto limit = options_.heartbeat_interval * options_.heartbeat_misses;
     const auto next = last_received_ + limit;
     if (Clock::now() < next) return arm_liveness(next);

@@ -93,6 +93,8 @@ class GnbCodec final : public SessionCodec {
         ec = wire::make_error_code(wire::Errc::length_mismatch);
       } else if (length > wire::gnb::kTypes[*index].max_body) {
         ec = wire::make_error_code(wire::Errc::body_too_long);
+      } else if (length < wire::gnb::kTypes[*index].min_body) {
+        ec = wire::make_error_code(wire::Errc::body_too_short);
       }
     }
     return 0;

@@ -1,0 +1,65 @@
+#pragma once
+// Starts `volley pingpong-server` on loopback and learns its port from stdout.
+#include <csignal>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "child_process.hpp"
+
+namespace volley::test {
+
+class RunningPingPongServer {
+ public:
+  // port 0: any free port.
+  RunningPingPongServer(const TempDir& dir, std::vector<std::string> extra_args, int port = 0,
+                        const std::string& name = "pingpong-server") {
+    std::vector<std::string> argv{bin("volley"), "pingpong-server", "-p", std::to_string(port), "--json"};
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    process_ = std::make_unique<ChildProcess>(argv, dir.file(name));
+    for (int i = 0; i < 1000 && port_ == 0; ++i) {  // up to 10 s, for sanitizer builds
+      const std::string text = process_->stdout_text();
+      const auto colon = text.find(':');
+      const auto eol = text.find('\n');
+      if (text.rfind("listening ", 0) == 0 && colon != std::string::npos && eol != std::string::npos) {
+        port_ = std::stoi(text.substr(colon + 1, eol - colon - 1));
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (process_->wait_for(std::chrono::milliseconds(0))) break;
+      }
+    }
+    if (port_ == 0) ADD_FAILURE() << "pingpong-server did not start: " << process_->stderr_text();
+  }
+
+  int port() const { return port_; }
+  ChildProcess& process() { return *process_; }
+
+  // SIGTERM, wait for the graceful exit, and parse the totals (the line after "listening").
+  boost::json::object stop() {
+    process_->send_signal(SIGTERM);
+    const auto code = process_->wait_for(std::chrono::seconds(20));
+    EXPECT_EQ(code.value_or(-1), 0) << process_->stderr_text();
+    const std::string text = process_->stdout_text();
+    const auto brace = text.find('{');
+    if (brace == std::string::npos) {
+      ADD_FAILURE() << "no report: " << text;
+      return {};
+    }
+    return boost::json::parse(text.substr(brace)).as_object();
+  }
+
+ private:
+  std::unique_ptr<ChildProcess> process_;
+  int port_ = 0;
+};
+
+inline std::uint64_t json_u64(const boost::json::object& o, const char* key) {
+  const auto* v = o.if_contains(key);
+  return v ? boost::json::value_to<std::uint64_t>(*v) : ~std::uint64_t{0};
+}
+
+}  // namespace volley::test

@@ -1,0 +1,367 @@
+// Sessions in process over loopback: heartbeats both ways, reconnection with
+// the outbox, backpressure, even spreading over workers, graceful close.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <gtest/gtest.h>
+
+#include <volley/net/loop_pool.hpp>
+#include <volley/net/reconnecting_client.hpp>
+#include <volley/net/session.hpp>
+#include <volley/net/tcp_connect.hpp>
+#include <volley/net/tcp_server.hpp>
+
+#include "child_process.hpp"
+#include "pingpong_fixture.hpp"
+
+namespace volley::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+namespace asio = boost::asio;
+
+// Runs `loop` on this thread until `done` holds or `timeout` passes.
+bool run_until(asio::io_context& loop, const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (!done() && Clock::now() < deadline) {
+    if (loop.stopped()) loop.restart();
+    loop.run_for(5ms);
+  }
+  return done();
+}
+
+// A loopback listener that accepts (in the kernel) and then does nothing: never
+// sends, and never reads unless told to.
+class SilentPeer {
+ public:
+  explicit SilentPeer(int receive_buffer = 0) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (receive_buffer > 0) ::setsockopt(listen_fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(listen_fd_, 16);
+    socklen_t len = sizeof a;
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+  }
+  ~SilentPeer() {
+    if (fd_ >= 0) ::close(fd_);
+    ::close(listen_fd_);
+  }
+  std::uint16_t port() const { return port_; }
+  int accept() {
+    fd_ = ::accept(listen_fd_, nullptr, nullptr);
+    return fd_;
+  }
+  // Reads and discards whatever is there, without blocking.
+  std::size_t drain() {
+    std::size_t total = 0;
+    std::byte buf[65536];
+    for (;;) {
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+      if (n <= 0) return total;
+      total += static_cast<std::size_t>(n);
+    }
+  }
+
+ private:
+  int listen_fd_ = -1;
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+net::ReconnectingClientOptions client_options(std::uint16_t port) {
+  net::ReconnectingClientOptions o;
+  o.port = port;
+  o.make_codec = [] { return net::make_checked_codec(1 << 20); };
+  o.backoff = {20ms, 200ms, 2.0, 0.2};
+  return o;
+}
+
+std::span<const std::byte> bytes_of(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
+
+TEST(Session, ClientDetectsASilentServerWithinIntervalTimesMissesPlusOne) {
+  SilentPeer server;
+  asio::io_context loop;
+  auto o = client_options(server.port());
+  o.session.heartbeat_interval = 200ms;
+  o.session.heartbeat_misses = 2;
+  Clock::time_point connected_at{}, disconnected_at{};
+  net::CloseReason reason;
+  net::ReconnectingClient client(loop, o,
+                                 {.on_connected = [&] { connected_at = Clock::now(); },
+                                  .on_disconnected =
+                                      [&](const net::CloseReason& r) {
+                                        if (disconnected_at == Clock::time_point{}) {
+                                          disconnected_at = Clock::now();
+                                          reason = r;
+                                        }
+                                      },
+                                  .on_connect_failed = {},
+                                  .on_message = {}});
+  client.start();
+  ASSERT_TRUE(run_until(loop, [&] { return disconnected_at != Clock::time_point{}; }, 5s));
+  client.stop();
+  EXPECT_EQ(reason.kind, net::CloseReason::Kind::heartbeat_timeout) << reason.detail;
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(disconnected_at - connected_at).count();
+  EXPECT_GE(elapsed, 390);
+  EXPECT_LE(elapsed, 600);
+}
+
+TEST(Session, HeartbeatsKeepAnIdleSessionAliveBothWays) {
+  TempDir dir;
+  RunningPingPongServer server(dir, {"--heartbeat-ms", "100", "--heartbeat-misses", "2"});
+  asio::io_context loop;
+  auto o = client_options(static_cast<std::uint16_t>(server.port()));
+  o.session.heartbeat_interval = 100ms;
+  o.session.heartbeat_misses = 2;
+  int disconnects = 0;
+  net::ReconnectingClient client(loop, o, {.on_connected = {}, .on_disconnected = [&](const net::CloseReason&) { ++disconnects; },
+                                           .on_connect_failed = {}, .on_message = {}});
+  client.start();
+  ASSERT_TRUE(run_until(loop, [&] { return client.connected(); }, 5s));
+  run_until(loop, [] { return false; }, 1000ms);  // ten intervals of silence but for heartbeats
+  EXPECT_TRUE(client.connected());
+  EXPECT_EQ(disconnects, 0);
+  ASSERT_NE(client.session(), nullptr);
+  EXPECT_GE(client.session()->stats().heartbeats_in, 5u);
+  EXPECT_GE(client.session()->stats().heartbeats_out, 5u);
+  EXPECT_EQ(client.session()->stats().messages_in, 0u);
+  client.stop();
+  run_until(loop, [&] { return !client.connected(); }, 5s);
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report.at("closes").as_object(), "heartbeat timeout"), 0u);
+}
+
+TEST(Session, ReconnectsAndDeliversTheOutboxExactlyOnceInOrder) {
+  TempDir dir;
+  auto server = std::make_unique<RunningPingPongServer>(dir, std::vector<std::string>{}, 0, "server-1");
+  const int port = server->port();
+  asio::io_context loop;
+  auto o = client_options(static_cast<std::uint16_t>(port));
+  o.outbox_messages = 300;
+  int connects = 0, disconnects = 0, failures = 0;
+  std::vector<std::string> echoes;
+  net::ReconnectingClient client(
+      loop, o,
+      {.on_connected = [&] { ++connects; },
+       .on_disconnected = [&](const net::CloseReason&) { ++disconnects; },
+       .on_connect_failed = [&](const std::string&, std::chrono::milliseconds) { ++failures; },
+       .on_message = [&](std::span<const std::byte> p) { echoes.emplace_back(reinterpret_cast<const char*>(p.data()), p.size()); }});
+  client.start();
+  ASSERT_TRUE(run_until(loop, [&] { return client.connected(); }, 5s));
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(client.send(bytes_of("before " + std::to_string(i))), net::SendResult::sent);
+  ASSERT_TRUE(run_until(loop, [&] { return echoes.size() == 10; }, 5s));
+
+  server->process().send_signal(SIGKILL);
+  server->process().wait_for(5s);
+  ASSERT_TRUE(run_until(loop, [&] { return disconnects == 1; }, 5s));
+  // While the server is away every message goes to the outbox, up to its bound.
+  for (int i = 0; i < 300; ++i)
+    ASSERT_EQ(client.send(bytes_of("during " + std::to_string(i))), net::SendResult::queued) << i;
+  EXPECT_EQ(client.send(bytes_of("one too many")), net::SendResult::outbox_full);
+  EXPECT_EQ(client.outbox_messages(), 300u);
+  run_until(loop, [&] { return failures >= 2; }, 5s);  // it keeps trying, backing off
+  EXPECT_GE(failures, 2);
+
+  server = std::make_unique<RunningPingPongServer>(dir, std::vector<std::string>{}, port, "server-2");
+  ASSERT_EQ(server->port(), port);
+  ASSERT_TRUE(run_until(loop, [&] { return echoes.size() >= 310; }, 10s)) << echoes.size();
+  run_until(loop, [] { return false; }, 200ms);  // anything extra would show up now
+  ASSERT_EQ(echoes.size(), 310u);
+  for (int i = 0; i < 300; ++i) EXPECT_EQ(echoes[10 + i], "during " + std::to_string(i));
+  EXPECT_EQ(connects, 2);
+  EXPECT_EQ(client.outbox_messages(), 0u);
+  EXPECT_EQ(client.stats().outbox_refusals, 1u);
+  client.stop();
+  run_until(loop, [&] { return !client.connected(); }, 5s);
+  EXPECT_EQ(json_u64(server->stop(), "messages_in"), 300u);
+}
+
+TEST(Session, HighWaterBoundsTheQueueAndTellsTheWriter) {
+  SilentPeer reader(64 * 1024);
+  asio::io_context loop;
+  boost::system::error_code ec;
+  auto socket = net::connect_tcp(loop, "127.0.0.1", reader.port(), 2s, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_GE(reader.accept(), 0);
+
+  struct Events : net::SessionEvents {
+    int congested = 0, drained = 0;
+    void on_message(net::Session&, std::span<const std::byte>) override {}
+    void on_backpressure(net::Session&, bool c) override { ++(c ? congested : drained); }
+  } events;
+  net::SessionOptions options;
+  options.heartbeat_interval = 0ms;
+  options.high_water = 256 * 1024;
+  auto session = std::make_unique<net::Session>(net::make_checked_codec(1 << 20), options, events);
+  net::Session& s = *session;
+  auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(session));
+  connection->start();
+
+  const std::vector<std::byte> payload(16 * 1024, std::byte{0x5A});
+  std::size_t peak = 0;
+  // The reader never reads: the kernel's buffers fill (they grow as the writer
+  // pushes), then ours, up to high water and no further.
+  const auto fill = [&] {
+    for (int i = 0; i < 100000 && !s.congested(); ++i) {
+      s.send(payload);
+      peak = std::max(peak, s.queued_bytes());
+      loop.poll();
+    }
+  };
+  for (int round = 0; round < 100; ++round) {
+    fill();
+    loop.run_for(20ms);  // still congested after the kernel had its chance: it is full
+    if (s.congested()) break;
+  }
+  ASSERT_TRUE(s.congested());
+  EXPECT_EQ(events.congested, events.drained + 1);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(s.send(payload), net::SendResult::high_water);
+  EXPECT_EQ(s.stats().refused_sends, 100u);
+  EXPECT_LE(peak, options.high_water + payload.size() + 5);
+  EXPECT_GE(peak, options.high_water);
+  EXPECT_LE(s.queued_bytes(), options.high_water + payload.size() + 5);
+  const int drained_before = events.drained;
+
+  // Once the reader reads, the queue drains to low water and the writer is told.
+  ASSERT_TRUE(run_until(loop, [&] { reader.drain(); return events.drained == drained_before + 1; }, 10s));
+  EXPECT_FALSE(s.congested());
+  EXPECT_EQ(s.send(payload), net::SendResult::sent);
+  connection->abort({});
+}
+
+TEST(Session, SlowConsumerIsDisconnected) {
+  SilentPeer reader(64 * 1024);
+  asio::io_context loop;
+  boost::system::error_code ec;
+  auto socket = net::connect_tcp(loop, "127.0.0.1", reader.port(), 2s, ec);
+  ASSERT_FALSE(ec);
+  ASSERT_GE(reader.accept(), 0);
+  struct Events : net::SessionEvents {
+    std::optional<net::CloseReason> closed;
+    void on_message(net::Session&, std::span<const std::byte>) override {}
+    void on_close(net::Session&, const net::CloseReason& r) override { closed = r; }
+  } events;
+  net::SessionOptions options;
+  options.heartbeat_interval = 0ms;
+  options.high_water = 128 * 1024;
+  options.slow_consumer_timeout = 300ms;
+  auto session = std::make_unique<net::Session>(net::make_checked_codec(1 << 20), options, events);
+  net::Session& s = *session;
+  auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(session));
+  connection->start();
+  const std::vector<std::byte> payload(16 * 1024, std::byte{1});
+  for (int i = 0; i < 10000 && !s.congested(); ++i) {
+    s.send(payload);
+    loop.poll();
+  }
+  ASSERT_TRUE(s.congested());
+  const auto start = Clock::now();
+  ASSERT_TRUE(run_until(loop, [&] { return events.closed.has_value(); }, 5s));
+  EXPECT_EQ(events.closed->kind, net::CloseReason::Kind::slow_consumer);
+  EXPECT_GT(events.closed->unsent_bytes, 0u);  // reported, not silently dropped
+  EXPECT_GE(Clock::now() - start, 250ms);
+}
+
+TEST(Session, ConnectionsSpreadEvenlyOverWorkers) {
+  asio::io_context accept_loop;
+  net::LoopPool workers(3);
+  std::atomic<int> per_worker[3] = {0, 0, 0};
+  struct Quiet : net::SessionEvents {
+    void on_message(net::Session&, std::span<const std::byte>) override {}
+  };
+  net::SessionOptions options;
+  options.heartbeat_interval = 0ms;
+  net::TcpServer server(accept_loop, workers, {asio::ip::make_address("127.0.0.1"), 0},
+                        [&](std::size_t w) -> std::unique_ptr<net::StreamHandler> {
+                          ++per_worker[w];
+                          return std::make_unique<net::Session>(net::make_checked_codec(1024), options,
+                                                                std::make_unique<Quiet>());
+                        });
+  server.start();
+  workers.start();
+  std::thread acceptor([&] { accept_loop.run_for(10s); });
+  asio::io_context client_loop;
+  std::vector<asio::ip::tcp::socket> clients;
+  for (int i = 0; i < 12; ++i) {
+    boost::system::error_code ec;
+    clients.push_back(net::connect_tcp(client_loop, "127.0.0.1", server.local_endpoint().port(), 2s, ec));
+    ASSERT_FALSE(ec);
+  }
+  for (int i = 0; i < 500 && per_worker[0] + per_worker[1] + per_worker[2] < 12; ++i) std::this_thread::sleep_for(10ms);
+  for (auto& n : per_worker) EXPECT_EQ(n.load(), 4);
+  asio::post(accept_loop, [&] {
+    server.shutdown();
+    workers.release();
+    accept_loop.stop();
+  });
+  clients.clear();
+  acceptor.join();
+  workers.join();
+}
+
+TEST(Session, GracefulCloseFlushesWhatWasQueued) {
+  asio::io_context accept_loop;
+  net::LoopPool workers(1);
+  constexpr std::size_t kMessages = 256, kSize = 32 * 1024;
+  struct Sender : net::SessionEvents {
+    void on_open(net::Session& s) override {
+      const std::vector<std::byte> payload(kSize, std::byte{0x33});
+      for (std::size_t i = 0; i < kMessages; ++i) ASSERT_EQ(s.send(payload), net::SendResult::sent);
+      s.close();  // 8 MiB queued, far more than the socket takes at once
+    }
+    void on_message(net::Session&, std::span<const std::byte>) override {}
+  };
+  net::SessionOptions options;
+  options.heartbeat_interval = 0ms;
+  options.high_water = 64 << 20;
+  net::TcpServer server(accept_loop, workers, {asio::ip::make_address("127.0.0.1"), 0},
+                        [&](std::size_t) -> std::unique_ptr<net::StreamHandler> {
+                          return std::make_unique<net::Session>(net::make_checked_codec(kSize), options,
+                                                                std::make_unique<Sender>());
+                        });
+  server.start();
+  workers.start();
+  std::thread acceptor([&] { accept_loop.run_for(20s); });
+  asio::io_context client_loop;
+  boost::system::error_code ec;
+  auto socket = net::connect_tcp(client_loop, "127.0.0.1", server.local_endpoint().port(), 2s, ec);
+  ASSERT_FALSE(ec);
+  std::this_thread::sleep_for(200ms);  // let the server queue it all before anything is read
+  std::size_t total = 0;
+  std::vector<std::byte> buf(1 << 16);
+  for (;;) {
+    const std::size_t n = socket.read_some(asio::buffer(buf), ec);
+    if (ec) break;
+    total += n;
+  }
+  EXPECT_EQ(ec, asio::error::eof);
+  EXPECT_EQ(total, kMessages * (kSize + 5));
+  socket.close();  // our FIN completes the server's graceful close
+  asio::post(accept_loop, [&] {
+    server.shutdown();
+    workers.release();
+    accept_loop.stop();
+  });
+  acceptor.join();
+  workers.join();
+}
+
+}  // namespace
+}  // namespace volley::test

@@ -1,0 +1,116 @@
+// The framing side of sessions (no sockets): message headers, heartbeats and the
+// gNB keepalive, refusal of what cannot be framed, and the reconnect backoff.
+#include <gtest/gtest.h>
+
+#include <volley/net/backoff.hpp>
+#include <volley/net/session_codec.hpp>
+#include <volley/wire/error.hpp>
+
+#include "bytes.hpp"
+
+namespace volley::net {
+namespace {
+
+using namespace std::chrono_literals;
+using test::from_hex;
+using test::hex;
+
+void feed(SessionCodec& codec, const std::vector<std::byte>& bytes) {
+  auto room = codec.prepare();
+  ASSERT_GE(room.size(), bytes.size());
+  std::copy(bytes.begin(), bytes.end(), room.begin());
+  codec.commit(bytes.size());
+}
+
+TEST(CheckedSessionCodec, FramesAMessageAsTheSeedDoes) {
+  auto codec = make_checked_codec(1024);
+  std::array<std::byte, SessionCodec::kMaxHeader> header{};
+  std::error_code ec;
+  const std::string hi = "hi";
+  const std::size_t n = codec->frame_header(std::as_bytes(std::span(hi.data(), hi.size())), header, ec);
+  ASSERT_FALSE(ec);
+  EXPECT_EQ(hex(std::span(header.data(), n)), "00 00 07 01 01");
+  EXPECT_EQ(hex(codec->heartbeat()), "00 00 05 00 00");
+}
+
+TEST(CheckedSessionCodec, TellsHeartbeatsMessagesAndBadFramesApart) {
+  auto codec = make_checked_codec(1024);
+  feed(*codec, from_hex("00 00 05 00 00  00 00 07 01 01 68 69  00 00 07 01 00 68 69  00 00 05 01 00"));
+  auto in = codec->next();
+  EXPECT_EQ(in.kind, Inbound::Kind::heartbeat);
+  in = codec->next();
+  ASSERT_EQ(in.kind, Inbound::Kind::message);
+  EXPECT_EQ(hex(in.payload), "68 69");
+  in = codec->next();
+  EXPECT_EQ(in.kind, Inbound::Kind::rejected);
+  EXPECT_EQ(in.error, wire::make_error_code(wire::Errc::bad_checksum));
+  in = codec->next();
+  ASSERT_EQ(in.kind, Inbound::Kind::message);
+  EXPECT_TRUE(in.payload.empty());
+  EXPECT_EQ(codec->next().kind, Inbound::Kind::need_more);
+}
+
+TEST(CheckedSessionCodec, RefusesAPayloadOverItsLimit) {
+  auto codec = make_checked_codec(4);
+  std::array<std::byte, SessionCodec::kMaxHeader> header{};
+  std::error_code ec;
+  const std::vector<std::byte> five(5);
+  codec->frame_header(five, header, ec);
+  EXPECT_EQ(ec, wire::make_error_code(wire::Errc::length_over_maximum));
+}
+
+TEST(GnbSessionCodec, TakesTheKeepaliveAndPassesWholeFrames) {
+  auto codec = make_gnb_codec();
+  EXPECT_EQ(hex(codec->heartbeat()), "00 00 00 00 00 00");
+  feed(*codec, from_hex("00 00 00 00 00 00  10 02 00 00 00 04 DE AD BE EF  00 00 00 00 00"));
+  EXPECT_EQ(codec->next().kind, Inbound::Kind::heartbeat);
+  const auto in = codec->next();
+  ASSERT_EQ(in.kind, Inbound::Kind::message);
+  EXPECT_EQ(hex(in.payload), "10 02 00 00 00 04 de ad be ef");
+  // Five zero bytes are not yet a keepalive; the sixth makes one.
+  EXPECT_EQ(codec->next().kind, Inbound::Kind::need_more);
+  feed(*codec, from_hex("00"));
+  EXPECT_EQ(codec->next().kind, Inbound::Kind::heartbeat);
+}
+
+TEST(GnbSessionCodec, TypeZeroWithABodyIsStillFatal) {
+  auto codec = make_gnb_codec();
+  feed(*codec, from_hex("00 00 00 00 00 01 FF"));
+  const auto in = codec->next();
+  EXPECT_EQ(in.kind, Inbound::Kind::failed);
+  EXPECT_EQ(in.error, wire::make_error_code(wire::Errc::unknown_type));
+}
+
+TEST(GnbSessionCodec, RefusesToSendWhatIsNotOneValidFrame) {
+  auto codec = make_gnb_codec();
+  std::array<std::byte, SessionCodec::kMaxHeader> header{};
+  const auto check = [&](const char* frame) {
+    std::error_code ec;
+    EXPECT_EQ(codec->frame_header(from_hex(frame), header, ec), 0u);
+    return ec;
+  };
+  EXPECT_FALSE(check("10 02 00 00 00 04 DE AD BE EF"));
+  EXPECT_EQ(check("10 02 00 00"), wire::make_error_code(wire::Errc::length_below_header));
+  EXPECT_EQ(check("77 77 00 00 00 00"), wire::make_error_code(wire::Errc::unknown_type));
+  EXPECT_EQ(check("10 02 00 00 00 05 DE AD BE EF"), wire::make_error_code(wire::Errc::length_mismatch));
+  EXPECT_EQ(check("10 02 00 00 00 02 DE AD"), wire::make_error_code(wire::Errc::body_too_short));
+}
+
+TEST(Backoff, GrowsByTheMultiplierUpToTheMaximumAndResets) {
+  Backoff b({100ms, 1000ms, 2.0, 0.0});
+  std::vector<long long> delays;
+  for (int i = 0; i < 6; ++i) delays.push_back(b.next(0.5).count());
+  EXPECT_EQ(delays, (std::vector<long long>{100, 200, 400, 800, 1000, 1000}));
+  b.reset();
+  EXPECT_EQ(b.next(0.5).count(), 100);
+}
+
+TEST(Backoff, JitterStaysWithinItsBand) {
+  Backoff low({100ms, 10000ms, 2.0, 0.2}), high({100ms, 10000ms, 2.0, 0.2});
+  EXPECT_EQ(low.next(0.0).count(), 80);    // 100 x (1 - 0.2)
+  EXPECT_EQ(high.next(0.999).count(), 119);  // just under 100 x (1 + 0.2)
+  EXPECT_EQ(low.next(0.0).count(), 160);
+}
+
+}  // namespace
+}  // namespace volley::net
