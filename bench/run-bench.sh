@@ -15,3 +15,5 @@ echo
 /usr/bin/python3 bench/gnb_bench.py "$bin"
 /usr/bin/python3 bench/netem_bench.py "$bin"
 /usr/bin/python3 bench/rpc_bench.py "$bin"
+/usr/bin/python3 bench/pingpong_bench.py "$bin"
+/usr/bin/python3 bench/echo_bench.py "$bin"

@@ -1,13 +1,19 @@
 // Raw baseline for round trips: blocking TCP ping-pong with plain sockets, no
-// Volley code, frames of the same sizes as an RPC Ping (12 + 8 bytes) and Pong
-// (12 + 17 bytes).
-//   raw_pingpong server PORT           answers one connection until it closes
-//   raw_pingpong client PORT SECONDS   prints round-trip percentiles as JSON
+// Volley code. By default the frames have the sizes of an RPC Ping (12 + 8
+// bytes) and Pong (12 + 17 bytes); PING and PONG set others (a checked frame
+// of payload P is P + 5 both ways).
+//   raw_pingpong server PORT [PING PONG]           answers one connection until it closes
+//   raw_pingpong client PORT SECONDS [PING PONG]   prints round-trip percentiles as JSON
+// busy-server and busy-client are the busy-polling twins: non-blocking sockets,
+// spinning on recv/send instead of sleeping in the kernel.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <chrono>
@@ -23,9 +29,17 @@ namespace {
 
 constexpr std::size_t kPing = 20, kPong = 29;
 
+struct Sizes {
+  std::size_t ping = kPing;
+  std::size_t pong = kPong;
+};
+
+bool busy = false;  // spin on EAGAIN (the socket is non-blocking)
+
 bool read_exact(int fd, char* p, std::size_t n) {
   while (n > 0) {
     const ssize_t r = ::recv(fd, p, n, 0);
+    if (r < 0 && busy && errno == EAGAIN) continue;
     if (r <= 0) return false;
     p += r;
     n -= static_cast<std::size_t>(r);
@@ -36,6 +50,7 @@ bool read_exact(int fd, char* p, std::size_t n) {
 bool write_exact(int fd, const char* p, std::size_t n) {
   while (n > 0) {
     const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && busy && errno == EAGAIN) continue;
     if (w <= 0) return false;
     p += w;
     n -= static_cast<std::size_t>(w);
@@ -46,11 +61,12 @@ bool write_exact(int fd, const char* p, std::size_t n) {
 void no_delay(int fd) {
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (busy) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
 using bench::loopback;
 
-int server(int port) {
+int server(int port, Sizes sizes) {
   const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
   const int one = 1;
   ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -61,16 +77,16 @@ int server(int port) {
   }
   const int fd = ::accept(listener, nullptr, nullptr);
   no_delay(fd);
-  char in[kPing], out[kPong] = {};
-  while (read_exact(fd, in, kPing)) {
-    std::memcpy(out, in, 4);  // echo the sequence, as a reply would
-    if (!write_exact(fd, out, kPong)) break;
+  std::vector<char> in(sizes.ping), out(sizes.pong);
+  while (read_exact(fd, in.data(), in.size())) {
+    std::memcpy(out.data(), in.data(), std::min<std::size_t>({4, in.size(), out.size()}));  // echo the sequence, as a reply would
+    if (!write_exact(fd, out.data(), out.size())) break;
   }
   ::close(fd);
   return 0;
 }
 
-int client(int port, double seconds) {
+int client(int port, double seconds, Sizes sizes) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a = loopback(port);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
@@ -78,13 +94,13 @@ int client(int port, double seconds) {
     return 1;
   }
   no_delay(fd);
-  char out[kPing] = {}, in[kPong];
+  std::vector<char> out(sizes.ping), in(sizes.pong);
   std::vector<double> rtt_us;
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                             std::chrono::duration<double>(seconds));
   while (std::chrono::steady_clock::now() < end) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (!write_exact(fd, out, kPing) || !read_exact(fd, in, kPong)) return 1;
+    if (!write_exact(fd, out.data(), out.size()) || !read_exact(fd, in.data(), in.size())) return 1;
     rtt_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   ::close(fd);
@@ -100,9 +116,20 @@ int client(int port, double seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "server" && argc == 3) return server(std::atoi(argv[2]));
-  if (mode == "client" && argc == 4) return client(std::atoi(argv[2]), std::atof(argv[3]));
-  std::fprintf(stderr, "usage: raw_pingpong server PORT | client PORT SECONDS\n");
+  std::string mode = argc > 1 ? argv[1] : "";
+  if (mode.rfind("busy-", 0) == 0) {
+    busy = true;
+    mode = mode.substr(5);
+  }
+  Sizes sizes;
+  const auto sizes_at = [&](int i) {
+    sizes.ping = std::strtoull(argv[i], nullptr, 10);
+    sizes.pong = std::strtoull(argv[i + 1], nullptr, 10);
+    return sizes.ping > 0 && sizes.pong > 0;
+  };
+  if (mode == "server" && (argc == 3 || (argc == 5 && sizes_at(3)))) return server(std::atoi(argv[2]), sizes);
+  if (mode == "client" && (argc == 4 || (argc == 6 && sizes_at(4))))
+    return client(std::atoi(argv[2]), std::atof(argv[3]), sizes);
+  std::fprintf(stderr, "usage: raw_pingpong [busy-]server PORT [PING PONG] | [busy-]client PORT SECONDS [PING PONG]\n");
   return 2;
 }

@@ -18,6 +18,8 @@ Runner add_arq_bench_command(CLI::App& app);
 Runner add_rpc_commands(CLI::App& app);
 Runner add_pingpong_server_command(CLI::App& app);
 Runner add_pingpong_command(CLI::App& app);
+Runner add_echo_server_command(CLI::App& app);
+Runner add_echo_client_command(CLI::App& app);
 // `volley gen` and the `traffic_generator` executable share this.
 Runner add_gen_options(CLI::App& app);
 

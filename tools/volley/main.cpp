@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   volley::tools::Runner run_rpc = volley::tools::add_rpc_commands(app);
   volley::tools::Runner run_pingpong_server = volley::tools::add_pingpong_server_command(app);
   volley::tools::Runner run_pingpong = volley::tools::add_pingpong_command(app);
+  volley::tools::Runner run_echo_server = volley::tools::add_echo_server_command(app);
+  volley::tools::Runner run_echo_client = volley::tools::add_echo_client_command(app);
 
   CLI11_PARSE(app, argc, argv);
   // Logs go to stderr: stdout carries the reports, JSON included.
@@ -35,6 +37,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("rpc-server") || app.got_subcommand("rpc-bench")) return run_rpc();
     if (app.got_subcommand("pingpong-server")) return run_pingpong_server();
     if (app.got_subcommand("pingpong")) return run_pingpong();
+    if (app.got_subcommand("echo-server")) return run_echo_server();
+    if (app.got_subcommand("echo-client")) return run_echo_client();
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return 1;

@@ -16,6 +16,7 @@
 
 #include "commands.hpp"
 #include "json_output.hpp"
+#include "progress_timer.hpp"
 #include "target_handler.hpp"
 
 namespace volley::tools {
@@ -108,32 +109,24 @@ int run_target(const TargetOptions& o) {
                local.address().to_string(), local.port(), workers.size(), to_string(o.handler), to_string(o.reply));
 
   const auto start = Clock::now();
-  asio::steady_timer progress(accept_loop);
   TargetTotals last{};
-  bool stopping = false;  // a cancel() can miss a tick whose handler is already queued
-  std::function<void()> tick = [&] {
-    progress.expires_after(std::chrono::seconds(1));
-    progress.async_wait([&](const boost::system::error_code& ec) {
-      if (ec || stopping) return;
-      const TargetTotals now = sum(stats);
-      const std::uint64_t frames = now.frames() - last.frames();
-      const std::uint64_t bytes = now.bytes() - last.bytes();
-      fmt::print(stderr, "[target {:6.1f}s] connections {} open | {:>10} frames/s {:>9.1f} MB/s | total {} frames, {} rejected\n",
-                 seconds_since(start), now.connections_opened - now.closed_peer - now.closed_protocol_error -
-                                            now.closed_io_error - now.closed_shutdown,
-                 frames, static_cast<double>(bytes) / 1e6, now.frames(), now.rejected());
-      last = now;
-      tick();
-    });
-  };
-  if (o.progress) tick();
+  ProgressTimer progress(accept_loop, [&] {
+    const TargetTotals now = sum(stats);
+    const std::uint64_t frames = now.frames() - last.frames();
+    const std::uint64_t bytes = now.bytes() - last.bytes();
+    fmt::print(stderr, "[target {:6.1f}s] connections {} open | {:>10} frames/s {:>9.1f} MB/s | total {} frames, {} rejected\n",
+               seconds_since(start), now.connections_opened - now.closed_peer - now.closed_protocol_error -
+                                          now.closed_io_error - now.closed_shutdown,
+               frames, static_cast<double>(bytes) / 1e6, now.frames(), now.rejected());
+    last = now;
+  });
+  if (o.progress) progress.start();
 
   asio::signal_set signals(accept_loop, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
     spdlog::info("signal {}: closing connections and stopping", signo);
-    stopping = true;
-    progress.cancel();
+    progress.stop();
     server->shutdown();
     workers.release();
   });

@@ -22,6 +22,12 @@ TcpServer::TcpServer(asio::io_context& accept_loop, LoopPool& workers, const asi
   acceptor_.listen(asio::socket_base::max_listen_connections);
 }
 
+TcpServer::TcpServer(asio::io_context& accept_loop, LoopPool& workers, const asio::ip::tcp::endpoint& endpoint,
+                     SocketAdopter adopter)
+    : TcpServer(accept_loop, workers, endpoint, HandlerFactory{}) {
+  adopter_ = std::move(adopter);
+}
+
 void TcpServer::start() { do_accept(); }
 
 void TcpServer::do_accept() {
@@ -58,6 +64,7 @@ void TcpServer::do_accept() {
 }
 
 void TcpServer::adopt(std::size_t worker, asio::ip::tcp::socket socket) {
+  if (adopter_) return adopter_(worker, std::move(socket));
   auto connection = std::make_shared<TcpConnection>(std::move(socket), factory_(worker));
   auto& live = live_[worker];
   live.emplace(connection.get(), connection);

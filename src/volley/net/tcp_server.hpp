@@ -21,9 +21,16 @@ class TcpServer {
   // `worker` the connection will live on.
   using HandlerFactory = std::function<std::unique_ptr<StreamHandler>(std::size_t worker)>;
 
+  // Takes a new socket on the worker loop `worker` instead of a TcpConnection
+  // (TLS wraps it in a stream of its own); the callee owns what it builds,
+  // shutdown() included.
+  using SocketAdopter = std::function<void(std::size_t worker, boost::asio::ip::tcp::socket socket)>;
+
   // Binds and listens at once: a taken port fails here (throws boost::system::system_error).
   TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
             HandlerFactory factory);
+  TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
+            SocketAdopter adopter);
   TcpServer(const TcpServer&) = delete;
   TcpServer& operator=(const TcpServer&) = delete;
 
@@ -41,6 +48,7 @@ class TcpServer {
   LoopPool& workers_;
   boost::asio::ip::tcp::acceptor acceptor_;
   HandlerFactory factory_;
+  SocketAdopter adopter_;
   // live_[w] is touched only on worker loop w.
   std::vector<std::unordered_map<TcpConnection*, std::weak_ptr<TcpConnection>>> live_;
 };

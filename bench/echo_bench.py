@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""Echo benchmarks (issue 3): Volley's echo server and client over TCP, TLS
+and UDP next to plain-socket baselines (bench/raw: an epoll TCP echo server,
+a UDP echo with recvmmsg/sendmmsg, a blocking ping-pong and its busy-polling
+twin), in one run with samples interleaved. Every figure comes with where
+the processes ran (taskset); ratios are Volley / baseline. Markdown on stdout,
+every sample in bench/results/echo.json."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+SAMPLES = 3
+SECONDS = float(os.environ.get("BENCH_SECONDS", "2"))
+CROSS = ("server CPU 1, client CPU 0", "1", "0")
+SAME = ("both on CPU 0", "0", "0")
+SHARED = ("unpinned (2 CPUs shared)", None, None)
+
+
+def pinned(cpu):
+    return ["taskset", "-c", cpu] if cpu is not None and (os.cpu_count() or 1) >= 2 else []
+
+
+class Proc:
+    """A server process, stopped with SIGTERM."""
+
+    def __init__(self, argv, cpu, port_from_stdout=False):
+        self.proc = subprocess.Popen(pinned(cpu) + argv, stdout=subprocess.PIPE if port_from_stdout else subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.port = None
+        if port_from_stdout:
+            line = self.proc.stdout.readline()  # "listening PROTO ADDR:PORT"
+            if not line.startswith("listening "):
+                sys.exit(f"{argv[0]} did not start: {line!r}")
+            self.port = line.strip().rsplit(":", 1)[1]
+        else:
+            time.sleep(0.3)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def volley_server(bindir, cpu, proto="tcp", threads=1, busy=False, certs=None):
+    argv = [f"{bindir}/volley", "echo-server", "--proto", proto, "-p", "0", "-t", str(threads), "--no-progress"]
+    if busy:
+        argv.append("--busy-poll")
+    if proto == "tls":
+        argv += ["--cert", f"{certs}/server.pem", "--key", f"{certs}/server.key"]
+    return Proc(argv, cpu, port_from_stdout=True)
+
+
+def client(bindir, cpu, port, args, proto="tcp", certs=None):
+    argv = [f"{bindir}/volley", "echo-client", "--proto", proto, "-p", str(port), "-z", str(SECONDS), "--json",
+            "--no-progress", *args]
+    if proto == "tls":
+        argv += ["--ca", f"{certs}/ca.pem"]
+    out = subprocess.run(pinned(cpu) + argv, capture_output=True, text=True, timeout=SECONDS + 120)
+    if out.returncode != 0:
+        sys.exit(f"echo-client {args} failed: {out.stderr}")
+    return json.loads(out.stdout)
+
+
+def raw_pingpong(bindir, server_cpu, client_cpu, busy, port=32221, size=32):
+    prefix = "busy-" if busy else ""
+    server = subprocess.Popen(pinned(server_cpu) + [f"{bindir}/raw_pingpong", prefix + "server", str(port), str(size), str(size)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.2)
+    out = subprocess.run(pinned(client_cpu) + [f"{bindir}/raw_pingpong", prefix + "client", str(port), str(SECONDS),
+                                               str(size), str(size)], capture_output=True, text=True, timeout=SECONDS + 60)
+    server.wait(timeout=30)
+    if out.returncode != 0:
+        sys.exit(f"raw ping-pong failed: {out.stderr}")
+    return json.loads(out.stdout)
+
+
+def median(xs):
+    return sorted(xs)[len(xs) // 2]
+
+
+def throughput_rows(bindir, certs, record):
+    print(f"## Pipelined echo, 32-byte messages, 1000 in flight per client ({SECONDS:g} s per sample, "
+          f"median of {SAMPLES})\n")
+    print("| case | placement | Volley msgs/s | baseline | baseline msgs/s | ratio |")
+    print("|---|---|---:|---|---:|---:|")
+    cases = [
+        ("TCP, 1 client, 1 thread", CROSS, ["-c", "1", "-t", "1"], 1, "tcp", "raw epoll server"),
+        ("TCP, 100 clients, 2 threads", SHARED, ["-c", "100", "-t", "2"], 2, "tcp", "raw epoll server, 2 threads"),
+        ("UDP, 1 client, 1 thread", CROSS, ["-c", "1", "-t", "1"], 1, "udp", "raw recvmmsg/sendmmsg echo"),
+        ("TLS 1.3, 1 client, 1 thread", CROSS, ["-c", "1", "-t", "1", "--tls-version", "1.3"], 1, "tls", "Volley TCP"),
+        ("TLS 1.2, 1 client, 1 thread", CROSS, ["-c", "1", "-t", "1", "--tls-version", "1.2"], 1, "tls", "Volley TCP"),
+        ("TLS 1.3, 100 clients, 2 threads", SHARED, ["-c", "100", "-t", "2"], 2, "tls", "Volley TCP"),
+    ]
+    for name, (place, scpu, ccpu), args, threads, proto, baseline in cases:
+        vs, bs = [], []
+        for _ in range(SAMPLES):
+            s = volley_server(bindir, scpu, proto, threads, certs=certs)
+            vs.append(client(bindir, ccpu, s.port, args, proto, certs))
+            s.stop()
+            if proto == "tcp":
+                port = 32231
+                b = Proc([f"{bindir}/raw_echo_server", str(port), str(threads)], scpu)
+                bs.append(client(bindir, ccpu, port, args))
+            elif proto == "udp":
+                port = 32232
+                b = Proc([f"{bindir}/raw_udp_echo", str(port)], scpu)
+                bs.append(client(bindir, ccpu, port, args, "udp"))
+            else:
+                b = volley_server(bindir, scpu, "tcp", threads)
+                bs.append(client(bindir, ccpu, b.port, [a for a in args if a not in ("--tls-version", "1.2", "1.3")]))
+            b.stop()
+        for x in vs + bs:
+            if x["errors"]:
+                print(f"<!-- {name}: {x['errors']} errors in a sample -->")
+        v, b = median([x["msgs_per_s"] for x in vs]), median([x["msgs_per_s"] for x in bs])
+        record.append({"case": name, "placement": place, "volley": vs, "baseline": bs})
+        print(f"| {name} | {place} | {v:,.0f} | {baseline} | {b:,.0f} | {v / b:.2f} |", flush=True)
+    print()
+
+
+def rtt_rows(bindir, record):
+    print(f"## True round trips, 32 bytes, one message in flight (median of {SAMPLES} samples)\n")
+    print("| Volley | placement | p50 | p99 | baseline | p50 | p99 | p50 ratio | p99 ratio |")
+    print("|---|---|---:|---:|---|---:|---:|---:|---:|")
+    cases = [
+        ("echo-client --rtt", CROSS, False, False),
+        ("echo-client --rtt", SAME, False, False),
+        ("--busy-poll both sides", CROSS, True, False),
+        ("--busy-poll both sides", CROSS, True, True),
+    ]
+    for name, (place, scpu, ccpu), busy, against_busy in cases:
+        vs, rs = [], []
+        for _ in range(SAMPLES):
+            s = volley_server(bindir, scpu, "tcp", 1, busy=busy)
+            vs.append(client(bindir, ccpu, s.port, ["-c", "1", "-t", "1", "--rtt"] + (["--busy-poll"] if busy else []))["rtt_ns"])
+            s.stop()
+            rs.append(raw_pingpong(bindir, scpu, ccpu, against_busy))
+        v50, v99 = median([x["p50"] / 1e3 for x in vs]), median([x["p99"] / 1e3 for x in vs])
+        r50, r99 = median([x["p50_us"] for x in rs]), median([x["p99_us"] for x in rs])
+        baseline = "raw busy-poll ping-pong" if against_busy else "raw blocking ping-pong"
+        record.append({"case": name, "placement": place, "baseline": baseline, "volley": vs, "raw": rs})
+        print(f"| {name} | {place} | {v50:.1f} us | {v99:.1f} us | {baseline} | {r50:.1f} us | {r99:.1f} us "
+              f"| {v50 / r50:.2f} | {v99 / r99:.2f} |", flush=True)
+    print()
+
+
+def main():
+    bindir = sys.argv[1] if len(sys.argv) > 1 else "build/bin"
+    record = []
+    with tempfile.TemporaryDirectory() as certs:
+        here = os.path.dirname(os.path.abspath(__file__))
+        subprocess.run([f"{here}/../scripts/make-test-certs.sh", certs], check=True, stdout=subprocess.DEVNULL)
+        throughput_rows(bindir, certs, record)
+    rtt_rows(bindir, record)
+    os.makedirs("bench/results", exist_ok=True)
+    with open("bench/results/echo.json", "w") as f:
+        json.dump(record, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+"""The seed's ping-pong groups (issue 4): `volley pingpong` against
+`volley pingpong-server`, next to the raw blocking ping-pong
+(bench/raw/raw_pingpong) with the same frame sizes (payload + 5 bytes each
+way), in the same run, samples interleaved, for two placements. Prints
+Markdown tables; JSON of every sample goes to bench/results/pingpong.json."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+SIZES = [1, 10, 100, 1000, 10000, 100000, 1000000]
+SAMPLES = 3
+
+
+def pinned(cpu):
+    return ["taskset", "-c", cpu] if cpu is not None and (os.cpu_count() or 1) >= 2 else []
+
+
+class Server:
+    def __init__(self, bindir, cpu, extra=()):
+        self.proc = subprocess.Popen(pinned(cpu) + [f"{bindir}/volley", "pingpong-server", "-p", "0", *extra],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()  # "listening 127.0.0.1:PORT"
+        if not line.startswith("listening "):
+            sys.exit(f"pingpong-server did not start: {line!r}")
+        self.port = line.strip().rsplit(":", 1)[1]
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=30)
+
+
+def volley(bindir, port, cpu, args):
+    out = subprocess.run(pinned(cpu) + [f"{bindir}/volley", "pingpong", "-p", port, "--json", *args],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        sys.exit(f"volley pingpong {args}: {out.stderr}")
+    return json.loads(out.stdout)
+
+
+def group1_count(size):
+    return max(64, min(20000, (256 << 20) // max(size, 1) // 4))
+
+
+def raw(bindir, server_cpu, client_cpu, size, seconds, port=32212):
+    frame = str(size + 5)
+    server = subprocess.Popen(pinned(server_cpu) + [f"{bindir}/raw_pingpong", "server", str(port), frame, frame],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.2)
+    out = subprocess.run(pinned(client_cpu) + [f"{bindir}/raw_pingpong", "client", str(port), str(seconds), frame, frame],
+                         capture_output=True, text=True, timeout=seconds + 60)
+    server.wait(timeout=30)
+    if out.returncode != 0:
+        sys.exit(f"raw ping-pong failed: {out.stderr}")
+    return json.loads(out.stdout)
+
+
+def median(xs):
+    return sorted(xs)[len(xs) // 2]
+
+
+def group1(bindir, record):
+    print("## Group 1: one message at a time, true round trip per message (median of "
+          f"{SAMPLES} interleaved samples)\n")
+    placements = (("server CPU 1, client CPU 0", "1", "0", False),
+                  ("server CPU 1, client CPU 0, both --busy-poll", "1", "0", True),
+                  ("both on CPU 0", "0", "0", False))
+    for name, server_cpu, client_cpu, busy in placements:
+        print(f"### {name}\n")
+        print("| payload | volley min | volley avg | volley p50 | volley p99 | volley max | raw p50 | raw p99 "
+              "| p50 ratio | p99 ratio |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        server = Server(bindir, server_cpu, ["--busy-poll"] if busy else [])
+        try:
+            for size in SIZES:
+                vs, rs = [], []
+                for _ in range(SAMPLES):
+                    args = ["-g", "1", "--sizes", str(size), "-n", str(group1_count(size)), "--warmup", "50"]
+                    vs.append(volley(bindir, server.port, client_cpu, args + (["--busy-poll"] if busy else []))["results"][0])
+                    if not busy:
+                        rs.append(raw(bindir, server_cpu, client_cpu, size, 1.0))
+                record.append({"group": 1, "placement": name, "payload": size, "volley": vs, "raw": rs})
+                v = {k: median([x[k] for x in vs]) for k in ("min_us", "avg_us", "p50_us", "p99_us", "max_us")}
+                if rs:
+                    r50, r99 = median([x["p50_us"] for x in rs]), median([x["p99_us"] for x in rs])
+                    raw_cols = f"{r50:.1f} | {r99:.1f} | {v['p50_us'] / r50:.2f} | {v['p99_us'] / r99:.2f}"
+                else:
+                    raw_cols = "- | - | - | -"
+                print(f"| {size} | {v['min_us']:.1f} | {v['avg_us']:.1f} | {v['p50_us']:.1f} | {v['p99_us']:.1f} "
+                      f"| {v['max_us']:.1f} | {raw_cols} |", flush=True)
+        finally:
+            server.stop()
+        print()
+    print("Times in microseconds. raw = bench/raw/raw_pingpong with frames of payload + 5 bytes each way; "
+          "the busy-poll rows have no raw column (compare with the rows above).\n")
+
+
+def group2_and_3(bindir, record):
+    server = Server(bindir, "1")
+    try:
+        print("## Group 2: one client bursting 1000 messages per payload size (server CPU 1, client CPU 0)\n")
+        r = volley(bindir, server.port, "0", ["-g", "2", "-n", "1000", "--warmup", "100"])
+        record.append({"group": 2, "result": r})
+        print("| payload | messages | min | avg | p50 | p99 | max | burst total |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for row in r["results"]:
+            print(f"| {row['payload_bytes']} | {row['messages']} | {row['min_us'] / 1e3:.3f} | {row['avg_us'] / 1e3:.3f} "
+                  f"| {row['p50_us'] / 1e3:.3f} | {row['p99_us'] / 1e3:.3f} | {row['max_us'] / 1e3:.3f} "
+                  f"| {row['total_ms']:.3f} |")
+        print("\nTimes in milliseconds; a message's round trip runs from its send to its echo, so in a burst "
+              "it includes the wait behind the messages before it.\n")
+        print("## Group 3: several clients bursting \"hi\" (server CPU 1, clients CPU 0)\n")
+        print("| clients | queries per client | time (ms) | QPS | p50 (ms) | p99 (ms) |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        for clients, messages in ((5, 10000), (5, 100000), (10, 100000)):
+            r = volley(bindir, server.port, "0", ["-g", "3", "-c", str(clients), "-m", str(messages)])
+            record.append({"group": 3, "result": r})
+            print(f"| {clients} | {messages} | {r['total_ms']:.1f} | {r['qps']:.0f} | {r['p50_us'] / 1e3:.2f} "
+                  f"| {r['p99_us'] / 1e3:.2f} |", flush=True)
+    finally:
+        server.stop()
+    print()
+
+
+def main():
+    bindir = sys.argv[1] if len(sys.argv) > 1 else "build/bin"
+    record = []
+    group1(bindir, record)
+    group2_and_3(bindir, record)
+    os.makedirs("bench/results", exist_ok=True)
+    with open("bench/results/pingpong.json", "w") as f:
+        json.dump(record, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+// `volley echo-server` and `volley echo-client` as processes on loopback, over
+// TCP, TLS and UDP: every byte back intact, counts that agree, refusals that say why.
+#include <csignal>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "child_process.hpp"
+#include "pingpong_fixture.hpp"
+
+namespace volley::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class EchoServer {
+ public:
+  EchoServer(const TempDir& dir, std::vector<std::string> args, const std::string& name = "echo-server") {
+    std::vector<std::string> argv{bin("volley"), "echo-server", "-p", "0", "--json", "--no-progress"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    process_ = std::make_unique<ChildProcess>(argv, dir.file(name));
+    for (int i = 0; i < 1000 && port_ == 0; ++i) {  // up to 10 s, for sanitizer builds
+      const std::string text = process_->stdout_text();
+      const auto colon = text.find(':');
+      const auto eol = text.find('\n');
+      if (colon != std::string::npos && eol != std::string::npos) {
+        port_ = std::stoi(text.substr(colon + 1, eol - colon - 1));
+      } else {
+        std::this_thread::sleep_for(10ms);
+        if (process_->wait_for(0ms)) break;
+      }
+    }
+    if (port_ == 0) ADD_FAILURE() << "echo-server did not start: " << process_->stderr_text();
+  }
+  int port() const { return port_; }
+  bool running() { return !process_->wait_for(0ms).has_value(); }
+  boost::json::object stop() {
+    process_->send_signal(SIGTERM);
+    EXPECT_EQ(process_->wait_for(20s).value_or(-1), 0) << process_->stderr_text();
+    const std::string text = process_->stdout_text();
+    const auto brace = text.find('{');
+    if (brace == std::string::npos) {
+      ADD_FAILURE() << "no report: " << text;
+      return {};
+    }
+    return boost::json::parse(text.substr(brace)).as_object();
+  }
+  std::string log() const { return process_->stderr_text(); }
+
+ private:
+  std::unique_ptr<ChildProcess> process_;
+  int port_ = 0;
+};
+
+struct ClientRun {
+  int exit_code = -1;
+  boost::json::object report;
+  std::string log;
+};
+
+ClientRun run_client(const TempDir& dir, int port, std::vector<std::string> args) {
+  std::vector<std::string> argv{bin("volley"), "echo-client", "-p", std::to_string(port), "--json", "--no-progress"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess client(argv, dir.file("echo-client"));
+  ClientRun r;
+  r.exit_code = client.wait_for(120s).value_or(-1);
+  r.log = client.stderr_text();
+  const std::string text = client.stdout_text();
+  if (text.find('{') != std::string::npos) r.report = boost::json::parse(text).as_object();
+  return r;
+}
+
+std::string make_certs(const TempDir& dir) {
+  ChildProcess p({std::string(VOLLEY_SOURCE_DIR) + "/scripts/make-test-certs.sh", dir.file("certs")}, dir.file("certs-log"));
+  EXPECT_EQ(p.wait_for(60s).value_or(-1), 0) << p.stderr_text();
+  return dir.file("certs");
+}
+
+void expect_clean_run(const ClientRun& r, std::size_t size) {
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_EQ(json_u64(r.report, "errors"), 0u) << r.log;
+  EXPECT_EQ(json_u64(r.report, "mismatched_bytes"), 0u);
+  const std::uint64_t bytes = json_u64(r.report, "total_bytes");
+  EXPECT_GT(bytes, 0u);
+  EXPECT_EQ(bytes, json_u64(r.report, "bytes_sent"));  // every byte sent came back
+  EXPECT_EQ(json_u64(r.report, "total_messages") * size, bytes);
+}
+
+TEST(Echo, TcpEchoesEveryByteAndTheCountsAgree) {
+  TempDir dir;
+  EchoServer server(dir, {"-t", "2"});
+  const auto r = run_client(dir, server.port(), {"-c", "4", "-t", "2", "-m", "100", "-s", "64", "-z", "1"});
+  expect_clean_run(r, 64);
+  const auto totals = server.stop();
+  EXPECT_EQ(json_u64(totals, "bytes"), json_u64(r.report, "total_bytes"));
+  EXPECT_EQ(json_u64(totals, "connections"), 4u);
+  EXPECT_EQ(json_u64(totals, "errors"), 0u);
+}
+
+TEST(Echo, UdpEchoesEveryDatagram) {
+  TempDir dir;
+  EchoServer server(dir, {"--proto", "udp", "-t", "2"});
+  const auto r = run_client(dir, server.port(), {"--proto", "udp", "-c", "4", "-t", "2", "-m", "50", "-s", "100", "-z", "1"});
+  expect_clean_run(r, 100);
+  EXPECT_EQ(json_u64(r.report, "lost"), 0u);
+  const auto totals = server.stop();
+  EXPECT_EQ(json_u64(totals, "datagrams"), json_u64(r.report, "total_messages"));
+}
+
+TEST(Echo, UdpCountsLossInsteadOfWaitingForever) {
+  TempDir dir;
+  // Nobody listens on this port: every datagram is lost; the client must say so and finish.
+  EchoServer server(dir, {"--proto", "udp"});
+  const int port = server.port();
+  server.stop();
+  const auto r = run_client(dir, port, {"--proto", "udp", "-c", "1", "-m", "10", "-z", "0.5"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_GT(json_u64(r.report, "errors"), 0u);
+  EXPECT_EQ(json_u64(r.report, "total_messages"), 0u);
+}
+
+TEST(Echo, TlsEchoesWithAVerifiedServer) {
+  TempDir dir;
+  const std::string certs = make_certs(dir);
+  EchoServer server(dir, {"--proto", "tls", "--cert", certs + "/server.pem", "--key", certs + "/server.key"});
+  for (const char* version : {"1.3", "1.2"}) {
+    const auto r = run_client(dir, server.port(), {"--proto", "tls", "--ca", certs + "/ca.pem", "--tls-version", version,
+                                                   "-c", "3", "-m", "200", "-s", "32", "-z", "0.5"});
+    expect_clean_run(r, 32);
+  }
+  const auto totals = server.stop();
+  EXPECT_EQ(json_u64(totals, "connections"), 6u);
+  EXPECT_EQ(json_u64(totals, "handshake_failures"), 0u);
+}
+
+TEST(Echo, TlsClientWithTheWrongCaIsRefusedClearly) {
+  TempDir dir;
+  const std::string certs = make_certs(dir);
+  EchoServer server(dir, {"--proto", "tls", "--cert", certs + "/server.pem", "--key", certs + "/server.key"});
+  const auto r = run_client(dir, server.port(), {"--proto", "tls", "--ca", certs + "/other-ca.pem", "-c", "2", "-z", "0.5"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(json_u64(r.report, "errors"), 2u);
+  EXPECT_NE(r.log.find("certificate verify failed"), std::string::npos) << r.log;
+  // Plain TCP to a TLS port is a failed handshake on the server, not a hang.
+  const auto plain = run_client(dir, server.port(), {"-c", "1", "-z", "0.3"});
+  EXPECT_NE(plain.exit_code, 0);
+  // --insecure skips verification, and says so.
+  const auto insecure = run_client(dir, server.port(), {"--proto", "tls", "--insecure", "-c", "1", "-z", "0.3"});
+  EXPECT_EQ(insecure.exit_code, 0) << insecure.log;
+  EXPECT_NE(insecure.log.find("NOT verified"), std::string::npos);
+  const auto totals = server.stop();
+  EXPECT_GE(json_u64(totals, "handshake_failures"), 3u);
+  EXPECT_NE(server.log().find("TLS handshake failed"), std::string::npos);
+}
+
+TEST(Echo, AClientKilledMidRunLeavesTheServerServingOthers) {
+  TempDir dir;
+  EchoServer server(dir, {});
+  ChildProcess doomed({bin("volley"), "echo-client", "-p", std::to_string(server.port()), "-c", "10", "-z", "30",
+                       "--no-progress"},
+                      dir.file("doomed"));
+  std::this_thread::sleep_for(500ms);
+  doomed.send_signal(SIGKILL);
+  doomed.wait_for(10s);
+  ASSERT_TRUE(server.running());
+  const auto r = run_client(dir, server.port(), {"-c", "2", "-m", "100", "-z", "0.5"});
+  expect_clean_run(r, 32);
+  EXPECT_EQ(json_u64(server.stop(), "connections"), 12u);
+}
+
+TEST(Echo, AThousandConcurrentTcpConnections) {
+  TempDir dir;
+  EchoServer server(dir, {"-t", "2"});
+  const auto r = run_client(dir, server.port(), {"-c", "1000", "-t", "2", "-m", "4", "-z", "1"});
+  expect_clean_run(r, 32);
+  EXPECT_EQ(json_u64(server.stop(), "connections"), 1000u);
+}
+
+TEST(Echo, RttModeTimesEveryRoundTripAndBusyPollWorks) {
+  TempDir dir;
+  for (const bool busy : {false, true}) {
+    std::vector<std::string> server_args;
+    if (busy) server_args.push_back("--busy-poll");
+    EchoServer server(dir, server_args, busy ? "busy-server" : "server");
+    std::vector<std::string> args{"-c", "1", "--rtt", "-z", "0.3"};
+    if (busy) args.push_back("--busy-poll");
+    const auto r = run_client(dir, server.port(), args);
+    expect_clean_run(r, 32);
+    const auto& rtt = r.report.at("rtt_ns").as_object();
+    const auto count = json_u64(rtt, "count");
+    EXPECT_GT(count, 10u);
+    EXPECT_EQ(count, json_u64(r.report, "total_messages"));
+    EXPECT_LE(json_u64(rtt, "min"), json_u64(rtt, "p50"));
+    EXPECT_LE(json_u64(rtt, "p50"), json_u64(rtt, "p99"));
+    EXPECT_LE(json_u64(rtt, "p99"), json_u64(rtt, "max"));
+    server.stop();
+  }
+}
+
+TEST(Echo, HelpDescribesEveryFlagAndBadFlagsFail) {
+  TempDir dir;
+  ChildProcess help({bin("volley"), "echo-client", "--help"}, dir.file("help"));
+  ASSERT_EQ(help.wait_for(20s).value_or(-1), 0);
+  for (const char* flag : {"--proto", "--address", "--port", "--threads", "--clients", "--messages", "--size", "--seconds",
+                           "--rtt", "--busy-poll", "--ca", "--insecure", "--tls-version", "--json"})
+    EXPECT_NE(help.stdout_text().find(flag), std::string::npos) << flag;
+  ChildProcess server_help({bin("volley"), "echo-server", "--help"}, dir.file("server-help"));
+  ASSERT_EQ(server_help.wait_for(20s).value_or(-1), 0);
+  for (const char* flag : {"--proto", "--port", "--threads", "--busy-poll", "--cert", "--key", "--json"})
+    EXPECT_NE(server_help.stdout_text().find(flag), std::string::npos) << flag;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"echo-client", "--proto", "quic"}, {"echo-client", "-c", "0"}, {"echo-client", "-s", "x"},
+        {"echo-client", "--proto", "udp", "-s", "4"}, {"echo-server", "--proto", "tls"}, {"echo-client", "--ca", "/nonexistent"}}) {
+    std::vector<std::string> argv{bin("volley")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess p(argv, dir.file("bad"));
+    EXPECT_NE(p.wait_for(20s).value_or(0), 0) << args[1];
+    EXPECT_FALSE(p.stderr_text().empty()) << args[1];
+  }
+}
+
+}  // namespace
+}  // namespace volley::test

@@ -1,0 +1,349 @@
+// `volley echo-server`: the seed's echo server (a raw byte stream, every byte
+// sent back) over TCP, TLS or UDP, one loop per worker thread.
+#include <sys/resource.h>
+
+#include <csignal>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <volley/metrics/counter.hpp>
+#include <volley/net/loop_pool.hpp>
+#include <volley/net/tcp_server.hpp>
+#include <volley/net/tls.hpp>
+#include <volley/net/udp_batch.hpp>
+
+#include "commands.hpp"
+#include "echo_common.hpp"
+#include "json_output.hpp"
+#include "progress_timer.hpp"
+
+namespace volley::tools {
+namespace {
+
+namespace asio = boost::asio;
+namespace ssl = asio::ssl;
+using metrics::SingleWriterCounter;
+
+struct EchoServerOptions {
+  EchoProto proto = EchoProto::tcp;
+  std::string bind = "127.0.0.1";
+  std::uint16_t port = 1111;
+  std::size_t threads = 1;
+  bool busy_poll = false;
+  bool json = false;
+  bool progress = true;
+  std::string cert;
+  std::string key;
+};
+
+// Written by one worker loop, read by the reporter.
+struct WorkerCounters {
+  SingleWriterCounter connections;
+  SingleWriterCounter bytes;
+  SingleWriterCounter datagrams;
+  SingleWriterCounter errors;
+  SingleWriterCounter handshake_failures;
+};
+
+constexpr std::size_t kReadSize = 64 * 1024;
+constexpr std::size_t kHighWater = 4 * 1024 * 1024;
+
+class TcpEchoHandler final : public net::StreamHandler {
+ public:
+  explicit TcpEchoHandler(WorkerCounters& counters) : counters_(counters) { counters_.connections.add(); }
+  std::span<std::byte> read_buffer() override { return {buffer_.get(), kReadSize}; }
+  void on_data(net::TcpConnection& c, std::size_t n) override {
+    counters_.bytes.add(n);
+    c.send(std::span<const std::byte>(buffer_.get(), n));
+    // A client that does not read its echoes stops being read: memory stays bounded.
+    if (c.queued_bytes() > kHighWater) c.pause_reading();
+  }
+  void on_written(net::TcpConnection& c, std::size_t) override {
+    if (c.queued_bytes() < kHighWater / 2) c.resume_reading();
+  }
+  void on_close(net::TcpConnection& c, const net::CloseReason& reason) override {
+    if (reason.kind == net::CloseReason::Kind::io_error) {
+      counters_.errors.add();
+      spdlog::debug("{}: {}", c.remote_endpoint().address().to_string(), reason.detail);
+    }
+  }
+
+ private:
+  WorkerCounters& counters_;
+  std::unique_ptr<std::byte[]> buffer_ = std::make_unique_for_overwrite<std::byte[]>(kReadSize);
+};
+
+// One TLS connection: handshake under a deadline, then read, write back, read.
+class TlsEchoConnection : public std::enable_shared_from_this<TlsEchoConnection> {
+ public:
+  using Registry = std::unordered_map<TlsEchoConnection*, std::weak_ptr<TlsEchoConnection>>;
+
+  TlsEchoConnection(asio::ip::tcp::socket socket, ssl::context& context, WorkerCounters& counters, Registry& registry)
+      : stream_(std::move(socket), context), timer_(stream_.get_executor()), counters_(counters), registry_(registry) {
+    boost::system::error_code ec;
+    peer_ = stream_.lowest_layer().remote_endpoint(ec);
+    stream_.lowest_layer().set_option(asio::ip::tcp::no_delay(true), ec);
+  }
+
+  void start() {
+    registry_.emplace(this, weak_from_this());
+    timer_.expires_after(kEchoHandshakeTimeout);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec && !self->established_) {
+        self->timed_out_ = true;
+        self->close();
+      }
+    });
+    stream_.async_handshake(ssl::stream_base::server, [self = shared_from_this()](const boost::system::error_code& ec) {
+      self->timer_.cancel();
+      if (ec) {
+        self->counters_.handshake_failures.add();
+        spdlog::warn("{}:{}: TLS handshake failed: {}", self->peer_.address().to_string(), self->peer_.port(),
+                     self->timed_out_ ? "timed out" : ec.message());
+        return self->close();
+      }
+      self->established_ = true;
+      self->counters_.connections.add();
+      self->read();
+    });
+  }
+
+  void close() {
+    closed_ = true;
+    boost::system::error_code ignored;
+    stream_.lowest_layer().close(ignored);
+    registry_.erase(this);
+  }
+
+ private:
+  // Reads and writes overlap: what arrives while a write is out waits in
+  // pending_ and goes in the next write, so neither direction idles.
+  void read() {
+    if (closed_ || reading_ || pending_.size() >= kHighWater) return;
+    reading_ = true;
+    stream_.async_read_some(asio::buffer(buffer_.get(), kReadSize),
+                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                              self->reading_ = false;
+                              if (ec) return self->finish(ec);
+                              self->counters_.bytes.add(n);
+                              self->pending_.insert(self->pending_.end(), self->buffer_.get(), self->buffer_.get() + n);
+                              self->write();
+                              self->read();
+                            });
+  }
+
+  void write() {
+    if (closed_ || writing_ || pending_.empty()) return;
+    writing_ = true;
+    std::swap(pending_, in_flight_);
+    asio::async_write(stream_, asio::buffer(in_flight_),
+                      [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+                        self->writing_ = false;
+                        self->in_flight_.clear();
+                        if (ec) return self->finish(ec);
+                        self->write();
+                        self->read();  // resumes a read held back by a full pending_
+                      });
+  }
+
+  void finish(const boost::system::error_code& ec) {
+    // A peer that just closes without close_notify is common and harmless for an echo.
+    if (ec != asio::error::eof && ec != ssl::error::stream_truncated && ec != asio::error::operation_aborted) {
+      counters_.errors.add();
+      spdlog::debug("{}:{}: {}", peer_.address().to_string(), peer_.port(), ec.message());
+    }
+    close();
+  }
+
+  ssl::stream<asio::ip::tcp::socket> stream_;
+  asio::steady_timer timer_;
+  WorkerCounters& counters_;
+  Registry& registry_;
+  asio::ip::tcp::endpoint peer_;
+  std::unique_ptr<std::byte[]> buffer_ = std::make_unique_for_overwrite<std::byte[]>(kReadSize);
+  std::vector<std::byte> pending_;
+  std::vector<std::byte> in_flight_;
+  bool established_ = false;
+  bool timed_out_ = false;
+  bool reading_ = false;
+  bool writing_ = false;
+  bool closed_ = false;
+};
+
+// One UDP socket per worker on the same port (SO_REUSEPORT spreads peers over
+// them); each wake-up drains the socket in batches and sends every batch back.
+class UdpEchoWorker {
+ public:
+  UdpEchoWorker(asio::io_context& loop, const asio::ip::udp::endpoint& endpoint, WorkerCounters& counters)
+      : socket_(loop), batch_(kEchoUdpBatch, kEchoMaxDatagram), counters_(counters) {
+    socket_.open(endpoint.protocol());
+    socket_.set_option(asio::socket_base::reuse_address(true));
+    const int one = 1;
+    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    socket_.set_option(asio::socket_base::receive_buffer_size(4 << 20));
+    socket_.set_option(asio::socket_base::send_buffer_size(4 << 20));
+    socket_.bind(endpoint);
+    socket_.non_blocking(true);
+  }
+  asio::ip::udp::endpoint local_endpoint() const { return socket_.local_endpoint(); }
+  void start() { wait(); }
+  void stop() {
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+  }
+
+ private:
+  void wait() {
+    socket_.async_wait(asio::socket_base::wait_read, [this](const boost::system::error_code& ec) {
+      if (ec) return;
+      for (int round = 0; round < 16; ++round) {  // then yield to the loop's other work
+        std::error_code error;
+        const std::size_t n = batch_.receive(socket_.native_handle(), error);
+        if (error) counters_.errors.add();
+        if (n == 0) break;
+        std::size_t bytes = 0;
+        for (std::size_t i = 0; i < n; ++i) bytes += batch_.length(i);
+        const std::size_t sent = batch_.send(socket_.native_handle(), n, true, error);
+        counters_.datagrams.add(n);
+        counters_.bytes.add(bytes);
+        if (sent < n) counters_.errors.add(n - sent);
+      }
+      wait();
+    });
+  }
+
+  asio::ip::udp::socket socket_;
+  net::UdpBatch batch_;
+  WorkerCounters& counters_;
+};
+
+int run_echo_server(const EchoServerOptions& o) {
+  raise_file_limit();
+  asio::io_context accept_loop(1);
+  net::LoopPool workers(o.threads, o.busy_poll);
+  std::vector<WorkerCounters> counters(workers.size());
+  const auto address = asio::ip::make_address(o.bind);
+
+  std::unique_ptr<net::TcpServer> tcp;
+  std::unique_ptr<ssl::context> tls_context;
+  std::vector<TlsEchoConnection::Registry> tls_live(workers.size());
+  std::vector<std::unique_ptr<UdpEchoWorker>> udp;
+  std::uint16_t port = 0;
+  if (o.proto == EchoProto::udp) {
+    asio::ip::udp::endpoint endpoint(address, o.port);
+    for (std::size_t w = 0; w < workers.size(); ++w) {
+      udp.push_back(std::make_unique<UdpEchoWorker>(workers.loop(w), endpoint, counters[w]));
+      endpoint = udp.front()->local_endpoint();  // port 0: the others join the first one's port
+    }
+    port = endpoint.port();
+  } else if (o.proto == EchoProto::tls) {
+    if (o.cert.empty() || o.key.empty()) throw std::runtime_error("--proto tls needs --cert and --key (scripts/make-test-certs.sh makes a throw-away pair)");
+    tls_context = std::make_unique<ssl::context>(net::make_tls_server_context(o.cert, o.key));
+    tcp = std::make_unique<net::TcpServer>(accept_loop, workers, asio::ip::tcp::endpoint(address, o.port),
+                                           [&](std::size_t w, asio::ip::tcp::socket s) {
+                                             std::make_shared<TlsEchoConnection>(std::move(s), *tls_context,
+                                                                                 counters[w], tls_live[w])
+                                                 ->start();
+                                           });
+    port = tcp->local_endpoint().port();
+  } else {
+    tcp = std::make_unique<net::TcpServer>(accept_loop, workers, asio::ip::tcp::endpoint(address, o.port),
+                                           [&](std::size_t w) -> std::unique_ptr<net::StreamHandler> {
+                                             return std::make_unique<TcpEchoHandler>(counters[w]);
+                                           });
+    port = tcp->local_endpoint().port();
+  }
+  fmt::print("listening {} {}:{}\n", to_string(o.proto), o.bind, port);
+  std::fflush(stdout);
+  spdlog::info("volley echo-server: {} on {}:{}, {} worker threads{}", to_string(o.proto), o.bind, port, workers.size(),
+               o.busy_poll ? ", busy-poll" : "");
+
+  const auto sum = [&] {
+    EchoServerTotals t;
+    for (const auto& c : counters) {
+      t.connections += c.connections.load();
+      t.bytes += c.bytes.load();
+      t.datagrams += c.datagrams.load();
+      t.errors += c.errors.load();
+      t.handshake_failures += c.handshake_failures.load();
+    }
+    return t;
+  };
+  const auto start = Clock::now();
+  EchoServerTotals last{};
+  ProgressTimer progress(accept_loop, [&] {
+    const EchoServerTotals now = sum();
+    if (now.bytes != last.bytes)
+      fmt::print(stderr, "[echo-server {:6.1f}s] {:>9.1f} MB/s echoed | {} connections, {} errors\n",
+                 seconds_since(start), static_cast<double>(now.bytes - last.bytes) / 1e6, now.connections, now.errors);
+    last = now;
+  });
+  if (o.progress) progress.start();
+
+  asio::signal_set signals(accept_loop, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    spdlog::info("signal {}: stopping", signo);
+    progress.stop();
+    if (tcp) tcp->shutdown();
+    for (std::size_t w = 0; w < workers.size(); ++w) {
+      asio::post(workers.loop(w), [&, w] {
+        if (!udp.empty()) udp[w]->stop();
+        std::vector<std::shared_ptr<TlsEchoConnection>> live;
+        for (auto& [ptr, weak] : tls_live[w])
+          if (auto c = weak.lock()) live.push_back(std::move(c));
+        for (auto& c : live) c->close();
+      });
+    }
+    workers.release();
+  });
+  if (tcp) tcp->start();
+  for (auto& u : udp) u->start();
+  workers.start();
+  accept_loop.run();
+  workers.join();
+
+  const EchoServerTotals t = sum();
+  boost::json::object report{{"tool", "volley echo-server"},        {"proto", to_string(o.proto)},
+                             {"connections", t.connections},         {"bytes", t.bytes},
+                             {"datagrams", t.datagrams},             {"errors", t.errors},
+                             {"handshake_failures", t.handshake_failures}, {"uptime_s", seconds_since(start)}};
+  if (o.json) {
+    fmt::print("{}\n", to_json_text(report));
+  } else {
+    fmt::print("connections {}, bytes echoed {}, datagrams {}, errors {}, TLS handshake failures {}\n", t.connections,
+               t.bytes, t.datagrams, t.errors, t.handshake_failures);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_echo_server_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("echo-server", "Echo server (raw byte stream) over TCP, TLS or UDP, as the seed's");
+  auto o = std::make_shared<EchoServerOptions>();
+  add_proto_option(*cmd, o->proto);
+  cmd->add_option("-p,--port", o->port, "Port (0: any free port; printed on stdout)")->capture_default_str();
+  cmd->add_option("-b,--bind", o->bind, "Address to listen on")->capture_default_str();
+  cmd->add_option("-t,--threads", o->threads, "Worker loops (threads)")->check(CLI::Range(1, 256))->capture_default_str();
+  cmd->add_flag("--busy-poll", o->busy_poll, "Worker loops spin instead of sleeping in the kernel (a CPU each)");
+  cmd->add_option("--cert", o->cert, "TLS: certificate chain (PEM)")->check(CLI::ExistingFile);
+  cmd->add_option("--key", o->key, "TLS: private key (PEM)")->check(CLI::ExistingFile);
+  cmd->add_flag("--json", o->json, "Print the final totals as JSON on stdout");
+  cmd->add_flag("!--no-progress", o->progress, "No progress line each second on stderr");
+  return [o] { return run_echo_server(*o); };
+}
+
+}  // namespace volley::tools
