@@ -12,15 +12,13 @@ import sys
 import tempfile
 import time
 
+from bench_common import median, pinned, raw_pingpong
+
 SAMPLES = 3
 SECONDS = float(os.environ.get("BENCH_SECONDS", "2"))
 CROSS = ("server CPU 1, client CPU 0", "1", "0")
 SAME = ("both on CPU 0", "0", "0")
 SHARED = ("unpinned (2 CPUs shared)", None, None)
-
-
-def pinned(cpu):
-    return ["taskset", "-c", cpu] if cpu is not None and (os.cpu_count() or 1) >= 2 else []
 
 
 class Proc:
@@ -61,23 +59,6 @@ def client(bindir, cpu, port, args, proto="tcp", certs=None):
     if out.returncode != 0:
         sys.exit(f"echo-client {args} failed: {out.stderr}")
     return json.loads(out.stdout)
-
-
-def raw_pingpong(bindir, server_cpu, client_cpu, busy, port=32221, size=32):
-    prefix = "busy-" if busy else ""
-    server = subprocess.Popen(pinned(server_cpu) + [f"{bindir}/raw_pingpong", prefix + "server", str(port), str(size), str(size)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.2)
-    out = subprocess.run(pinned(client_cpu) + [f"{bindir}/raw_pingpong", prefix + "client", str(port), str(SECONDS),
-                                               str(size), str(size)], capture_output=True, text=True, timeout=SECONDS + 60)
-    server.wait(timeout=30)
-    if out.returncode != 0:
-        sys.exit(f"raw ping-pong failed: {out.stderr}")
-    return json.loads(out.stdout)
-
-
-def median(xs):
-    return sorted(xs)[len(xs) // 2]
 
 
 def throughput_rows(bindir, certs, record):
@@ -136,7 +117,7 @@ def rtt_rows(bindir, record):
             s = volley_server(bindir, scpu, "tcp", 1, busy=busy)
             vs.append(client(bindir, ccpu, s.port, ["-c", "1", "-t", "1", "--rtt"] + (["--busy-poll"] if busy else []))["rtt_ns"])
             s.stop()
-            rs.append(raw_pingpong(bindir, scpu, ccpu, against_busy))
+            rs.append(raw_pingpong(bindir, scpu, ccpu, SECONDS, 32, 32, busy=against_busy, port=32221))
         v50, v99 = median([x["p50"] / 1e3 for x in vs]), median([x["p99"] / 1e3 for x in vs])
         r50, r99 = median([x["p50_us"] for x in rs]), median([x["p99_us"] for x in rs])
         baseline = "raw busy-poll ping-pong" if against_busy else "raw blocking ping-pong"

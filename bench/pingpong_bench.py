@@ -9,14 +9,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
+
+from bench_common import median, pinned, raw_pingpong
 
 SIZES = [1, 10, 100, 1000, 10000, 100000, 1000000]
 SAMPLES = 3
-
-
-def pinned(cpu):
-    return ["taskset", "-c", cpu] if cpu is not None and (os.cpu_count() or 1) >= 2 else []
 
 
 class Server:
@@ -45,23 +42,6 @@ def group1_count(size):
     return max(64, min(20000, (256 << 20) // max(size, 1) // 4))
 
 
-def raw(bindir, server_cpu, client_cpu, size, seconds, port=32212):
-    frame = str(size + 5)
-    server = subprocess.Popen(pinned(server_cpu) + [f"{bindir}/raw_pingpong", "server", str(port), frame, frame],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.2)
-    out = subprocess.run(pinned(client_cpu) + [f"{bindir}/raw_pingpong", "client", str(port), str(seconds), frame, frame],
-                         capture_output=True, text=True, timeout=seconds + 60)
-    server.wait(timeout=30)
-    if out.returncode != 0:
-        sys.exit(f"raw ping-pong failed: {out.stderr}")
-    return json.loads(out.stdout)
-
-
-def median(xs):
-    return sorted(xs)[len(xs) // 2]
-
-
 def group1(bindir, record):
     print("## Group 1: one message at a time, true round trip per message (median of "
           f"{SAMPLES} interleaved samples)\n")
@@ -81,7 +61,7 @@ def group1(bindir, record):
                     args = ["-g", "1", "--sizes", str(size), "-n", str(group1_count(size)), "--warmup", "50"]
                     vs.append(volley(bindir, server.port, client_cpu, args + (["--busy-poll"] if busy else []))["results"][0])
                     if not busy:
-                        rs.append(raw(bindir, server_cpu, client_cpu, size, 1.0))
+                        rs.append(raw_pingpong(bindir, server_cpu, client_cpu, 1.0, size + 5, size + 5))
                 record.append({"group": 1, "placement": name, "payload": size, "volley": vs, "raw": rs})
                 v = {k: median([x[k] for x in vs]) for k in ("min_us", "avg_us", "p50_us", "p99_us", "max_us")}
                 if rs:

@@ -10,9 +10,7 @@ import sys
 import tempfile
 import time
 
-
-def pinned(cpu):
-    return ["taskset", "-c", cpu] if cpu is not None and (os.cpu_count() or 1) >= 2 else []
+from bench_common import pinned, raw_pingpong
 
 
 def volley_rpc(bindir, server_cpu, client_cpu, seconds):
@@ -37,19 +35,6 @@ def volley_rpc(bindir, server_cpu, client_cpu, seconds):
     return {"p50_us": r["p50"] / 1e3, "p99_us": r["p99"] / 1e3}
 
 
-def raw(bindir, server_cpu, client_cpu, seconds, port=32211):
-    server = subprocess.Popen(pinned(server_cpu) + [f"{bindir}/raw_pingpong", "server", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.2)
-    out = subprocess.run(pinned(client_cpu) + [f"{bindir}/raw_pingpong", "client", str(port), str(seconds)],
-                         capture_output=True, text=True, timeout=seconds + 60)
-    server.wait(timeout=30)
-    if out.returncode != 0:
-        sys.exit(f"raw ping-pong failed: {out.stderr}")
-    r = json.loads(out.stdout)
-    return {"p50_us": r["p50_us"], "p99_us": r["p99_us"]}
-
-
 def main():
     bindir = sys.argv[1] if len(sys.argv) > 1 else "build/bin"
     seconds = float(os.environ.get("BENCH_SECONDS", "3"))
@@ -60,7 +45,7 @@ def main():
         v, r = [], []
         for _ in range(3):
             v.append(volley_rpc(bindir, server_cpu, client_cpu, seconds))
-            r.append(raw(bindir, server_cpu, client_cpu, seconds))
+            r.append(raw_pingpong(bindir, server_cpu, client_cpu, seconds, port=32211))
         med = lambda xs, k: sorted(x[k] for x in xs)[1]
         print(f"| {name} | {med(v, 'p50_us'):.1f} us | {med(r, 'p50_us'):.1f} us | {med(v, 'p50_us') / med(r, 'p50_us'):.2f} | "
               f"{med(v, 'p99_us'):.1f} us | {med(r, 'p99_us'):.1f} us | {med(v, 'p99_us') / med(r, 'p99_us'):.2f} |")

@@ -9,50 +9,26 @@
 #include <gtest/gtest.h>
 
 #include "child_process.hpp"
-#include "pingpong_fixture.hpp"
+#include "listening_server.hpp"
 
 namespace volley::test {
 namespace {
 
 using namespace std::chrono_literals;
 
-class EchoServer {
+// `volley echo-server` on a free loopback port.
+class EchoServer : public ListeningServer {
  public:
-  EchoServer(const TempDir& dir, std::vector<std::string> args, const std::string& name = "echo-server") {
-    std::vector<std::string> argv{bin("volley"), "echo-server", "-p", "0", "--json", "--no-progress"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    process_ = std::make_unique<ChildProcess>(argv, dir.file(name));
-    for (int i = 0; i < 1000 && port_ == 0; ++i) {  // up to 10 s, for sanitizer builds
-      const std::string text = process_->stdout_text();
-      const auto colon = text.find(':');
-      const auto eol = text.find('\n');
-      if (colon != std::string::npos && eol != std::string::npos) {
-        port_ = std::stoi(text.substr(colon + 1, eol - colon - 1));
-      } else {
-        std::this_thread::sleep_for(10ms);
-        if (process_->wait_for(0ms)) break;
-      }
-    }
-    if (port_ == 0) ADD_FAILURE() << "echo-server did not start: " << process_->stderr_text();
-  }
-  int port() const { return port_; }
-  bool running() { return !process_->wait_for(0ms).has_value(); }
-  boost::json::object stop() {
-    process_->send_signal(SIGTERM);
-    EXPECT_EQ(process_->wait_for(20s).value_or(-1), 0) << process_->stderr_text();
-    const std::string text = process_->stdout_text();
-    const auto brace = text.find('{');
-    if (brace == std::string::npos) {
-      ADD_FAILURE() << "no report: " << text;
-      return {};
-    }
-    return boost::json::parse(text.substr(brace)).as_object();
-  }
-  std::string log() const { return process_->stderr_text(); }
+  EchoServer(const TempDir& dir, std::vector<std::string> args, const std::string& name = "echo-server")
+      : ListeningServer(dir, with(std::move(args)), name) {}
+  std::string log() { return process().stderr_text(); }
 
  private:
-  std::unique_ptr<ChildProcess> process_;
-  int port_ = 0;
+  static std::vector<std::string> with(std::vector<std::string> extra) {
+    std::vector<std::string> argv{"echo-server", "-p", "0", "--json", "--no-progress"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  }
 };
 
 struct ClientRun {

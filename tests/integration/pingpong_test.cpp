@@ -10,7 +10,7 @@
 #include <volley/wire/checked.hpp>
 
 #include "child_process.hpp"
-#include "pingpong_fixture.hpp"
+#include "listening_server.hpp"
 #include "raw_client.hpp"
 
 namespace volley::test {

@@ -24,7 +24,7 @@
 #include <volley/net/tcp_server.hpp>
 
 #include "child_process.hpp"
-#include "pingpong_fixture.hpp"
+#include "listening_server.hpp"
 
 namespace volley::test {
 namespace {
@@ -343,6 +343,7 @@ TEST(Session, GracefulCloseFlushesWhatWasQueued) {
   boost::system::error_code ec;
   auto socket = net::connect_tcp(client_loop, "127.0.0.1", server.local_endpoint().port(), 2s, ec);
   ASSERT_FALSE(ec);
+  socket.non_blocking(false);  // plain blocking reads below
   std::this_thread::sleep_for(200ms);  // let the server queue it all before anything is read
   std::size_t total = 0;
   std::vector<std::byte> buf(1 << 16);

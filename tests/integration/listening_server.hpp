@@ -1,5 +1,7 @@
 #pragma once
-// Starts `volley pingpong-server` on loopback and learns its port from stdout.
+// Starts a server tool that prints "listening ... ADDRESS:PORT" as its first
+// line on stdout (pingpong-server, echo-server), and collects the JSON report
+// it prints after SIGTERM.
 #include <csignal>
 #include <memory>
 #include <string>
@@ -13,32 +15,31 @@
 
 namespace volley::test {
 
-class RunningPingPongServer {
+class ListeningServer {
  public:
-  // port 0: any free port.
-  RunningPingPongServer(const TempDir& dir, std::vector<std::string> extra_args, int port = 0,
-                        const std::string& name = "pingpong-server") {
-    std::vector<std::string> argv{bin("volley"), "pingpong-server", "-p", std::to_string(port), "--json"};
-    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  // `argv` without the program: {"pingpong-server", "-p", "0", ...}; `name` names its output files.
+  ListeningServer(const TempDir& dir, std::vector<std::string> argv, const std::string& name) {
+    argv.insert(argv.begin(), bin("volley"));
     process_ = std::make_unique<ChildProcess>(argv, dir.file(name));
     for (int i = 0; i < 1000 && port_ == 0; ++i) {  // up to 10 s, for sanitizer builds
       const std::string text = process_->stdout_text();
-      const auto colon = text.find(':');
       const auto eol = text.find('\n');
-      if (text.rfind("listening ", 0) == 0 && colon != std::string::npos && eol != std::string::npos) {
+      const auto colon = text.rfind(':', eol);
+      if (text.rfind("listening ", 0) == 0 && eol != std::string::npos && colon != std::string::npos) {
         port_ = std::stoi(text.substr(colon + 1, eol - colon - 1));
       } else {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
         if (process_->wait_for(std::chrono::milliseconds(0))) break;
       }
     }
-    if (port_ == 0) ADD_FAILURE() << "pingpong-server did not start: " << process_->stderr_text();
+    if (port_ == 0) ADD_FAILURE() << name << " did not start: " << process_->stderr_text();
   }
 
   int port() const { return port_; }
   ChildProcess& process() { return *process_; }
+  bool running() { return !process_->wait_for(std::chrono::milliseconds(0)).has_value(); }
 
-  // SIGTERM, wait for the graceful exit, and parse the totals (the line after "listening").
+  // SIGTERM, wait for the graceful exit, and parse the report (after the "listening" line).
   boost::json::object stop() {
     process_->send_signal(SIGTERM);
     const auto code = process_->wait_for(std::chrono::seconds(20));
@@ -55,6 +56,21 @@ class RunningPingPongServer {
  private:
   std::unique_ptr<ChildProcess> process_;
   int port_ = 0;
+};
+
+// `volley pingpong-server` on loopback; port 0: any free port.
+class RunningPingPongServer : public ListeningServer {
+ public:
+  RunningPingPongServer(const TempDir& dir, std::vector<std::string> extra_args, int port = 0,
+                        const std::string& name = "pingpong-server")
+      : ListeningServer(dir, with(std::move(extra_args), port), name) {}
+
+ private:
+  static std::vector<std::string> with(std::vector<std::string> extra, int port) {
+    std::vector<std::string> argv{"pingpong-server", "-p", std::to_string(port), "--json"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  }
 };
 
 inline std::uint64_t json_u64(const boost::json::object& o, const char* key) {

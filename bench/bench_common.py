@@ -1,0 +1,31 @@
+"""Shared by the benchmark drivers: CPU pinning, the raw blocking (or
+busy-polling) ping-pong baseline, medians."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def pinned(cpu):
+    """taskset prefix for a CPU ("0", "1"), or nothing when unpinned or on one CPU."""
+    return ["taskset", "-c", cpu] if cpu is not None and (os.cpu_count() or 1) >= 2 else []
+
+
+def median(xs):
+    return sorted(xs)[len(xs) // 2]
+
+
+def raw_pingpong(bindir, server_cpu, client_cpu, seconds, ping=None, pong=None, busy=False, port=32212):
+    """bench/raw/raw_pingpong: one round trip at a time; returns its JSON (mean/p50/p99/max in us)."""
+    prefix = "busy-" if busy else ""
+    sizes = [str(ping), str(pong)] if ping is not None else []
+    server = subprocess.Popen(pinned(server_cpu) + [f"{bindir}/raw_pingpong", prefix + "server", str(port), *sizes],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.2)
+    out = subprocess.run(pinned(client_cpu) + [f"{bindir}/raw_pingpong", prefix + "client", str(port), str(seconds),
+                                               *sizes], capture_output=True, text=True, timeout=seconds + 60)
+    server.wait(timeout=30)
+    if out.returncode != 0:
+        sys.exit(f"raw ping-pong failed: {out.stderr}")
+    return json.loads(out.stdout)
