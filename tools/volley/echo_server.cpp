@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <csignal>
+#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -60,19 +61,37 @@ struct WorkerCounters {
 constexpr std::size_t kReadSize = 64 * 1024;
 constexpr std::size_t kHighWater = 4 * 1024 * 1024;
 
+// Echoes without copying: each read lands in its own buffer, which is queued
+// back as borrowed bytes and reused once the write that carried it finished.
 class TcpEchoHandler final : public net::StreamHandler {
  public:
   explicit TcpEchoHandler(WorkerCounters& counters) : counters_(counters) { counters_.connections.add(); }
-  std::span<std::byte> read_buffer() override { return {buffer_.get(), kReadSize}; }
+
+  std::span<std::byte> read_buffer() override {
+    if (!current_) current_ = take_buffer();
+    return {current_.get(), kReadSize};
+  }
+
   void on_data(net::TcpConnection& c, std::size_t n) override {
     counters_.bytes.add(n);
-    c.send(std::span<const std::byte>(buffer_.get(), n));
+    if (!c.send_borrowed(std::span<const std::byte>(current_.get(), n))) return;  // closing: keep the buffer
+    queued_bytes_ += n;
+    in_write_.push_back({std::move(current_), n});
     // A client that does not read its echoes stops being read: memory stays bounded.
-    if (c.queued_bytes() > kHighWater) c.pause_reading();
+    if (queued_bytes_ > kHighWater) c.pause_reading();
   }
-  void on_written(net::TcpConnection& c, std::size_t) override {
-    if (c.queued_bytes() < kHighWater / 2) c.resume_reading();
+
+  void on_written(net::TcpConnection& c, std::size_t bytes) override {
+    // Writes finish whole batches, in order: release exactly the buffers they carried.
+    while (bytes > 0 && !in_write_.empty()) {
+      bytes -= in_write_.front().size;
+      queued_bytes_ -= in_write_.front().size;
+      free_.push_back(std::move(in_write_.front().data));
+      in_write_.pop_front();
+    }
+    if (queued_bytes_ < kHighWater / 2) c.resume_reading();
   }
+
   void on_close(net::TcpConnection& c, const net::CloseReason& reason) override {
     if (reason.kind == net::CloseReason::Kind::io_error) {
       counters_.errors.add();
@@ -81,8 +100,22 @@ class TcpEchoHandler final : public net::StreamHandler {
   }
 
  private:
+  struct Filled {
+    std::unique_ptr<std::byte[]> data;
+    std::size_t size;
+  };
+  std::unique_ptr<std::byte[]> take_buffer() {
+    if (free_.empty()) return std::make_unique_for_overwrite<std::byte[]>(kReadSize);
+    auto b = std::move(free_.back());
+    free_.pop_back();
+    return b;
+  }
+
   WorkerCounters& counters_;
-  std::unique_ptr<std::byte[]> buffer_ = std::make_unique_for_overwrite<std::byte[]>(kReadSize);
+  std::unique_ptr<std::byte[]> current_;
+  std::deque<Filled> in_write_;
+  std::vector<std::unique_ptr<std::byte[]>> free_;
+  std::size_t queued_bytes_ = 0;
 };
 
 // One TLS connection: handshake under a deadline, then read, write back, read.
