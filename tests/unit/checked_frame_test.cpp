@@ -107,3 +107,16 @@ TEST(CheckedFrame, LargestFrameAndEncodeErrors) {
   std::array<std::byte, 4> small{};
   EXPECT_THROW(encode(FrameType::heartbeat, {}, small), std::system_error);
 }
+
+TEST(CheckedFrame, WordWiseChecksumEqualsTheByteLoopAtEveryLengthAndAlignment) {
+  std::vector<std::byte> data(1024 + 8);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = std::byte{static_cast<unsigned char>(i * 167 + 13)};
+  for (std::size_t offset = 0; offset < 8; ++offset) {
+    for (std::size_t length = 0; length <= 1024; length += (length < 80 ? 1 : 61)) {
+      const std::span<const std::byte> slice(data.data() + offset, length);
+      std::uint8_t expected = 0;
+      for (std::byte b : slice) expected ^= std::to_integer<std::uint8_t>(b);
+      ASSERT_EQ(xor_checksum(slice), expected) << "offset " << offset << " length " << length;
+    }
+  }
+}

@@ -13,6 +13,12 @@ WriteQueue::Chunk WriteQueue::take_chunk(std::size_t at_least) {
     c.used = 0;
     return c;
   }
+  if (at_least > kChunkSize && large_spare_.capacity >= at_least) {
+    Chunk c = std::move(large_spare_);
+    large_spare_ = {};
+    c.used = 0;
+    return c;
+  }
   const std::size_t capacity = at_least <= kChunkSize ? kChunkSize : at_least;
   return Chunk{std::make_unique_for_overwrite<std::byte[]>(capacity), capacity, 0};
 }
@@ -58,8 +64,13 @@ std::size_t WriteQueue::finish_batch() {
 }
 
 void WriteQueue::recycle(Batch& batch) {
-  for (auto& c : batch.chunks)
-    if (c.capacity == kChunkSize && pool_.size() < kPooledChunks) pool_.push_back(std::move(c));
+  for (auto& c : batch.chunks) {
+    if (c.capacity == kChunkSize && pool_.size() < kPooledChunks) {
+      pool_.push_back(std::move(c));
+    } else if (c.capacity > kChunkSize && c.capacity <= kLargeSpareLimit && c.capacity > large_spare_.capacity) {
+      large_spare_ = std::move(c);
+    }
+  }
   batch.chunks.clear();
   batch.segments.clear();
   batch.bytes = 0;

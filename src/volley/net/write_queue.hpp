@@ -14,6 +14,9 @@ class WriteQueue {
  public:
   static constexpr std::size_t kChunkSize = 128 * 1024;  // holds any gNB frame whole
   static constexpr std::size_t kPooledChunks = 4;
+  // One larger chunk is kept for the next large message (a 1 MB echo would
+  // otherwise map, fault in and unmap a fresh megabyte every time); bigger ones are freed.
+  static constexpr std::size_t kLargeSpareLimit = 2 * 1024 * 1024;
 
   // Copies `bytes`; never fails (memory is bounded by the caller's backpressure).
   void append(std::span<const std::byte> bytes);
@@ -51,6 +54,7 @@ class WriteQueue {
   Batch pending_;
   Batch flight_;
   std::vector<Chunk> pool_;
+  Chunk large_spare_;
 };
 
 }  // namespace volley::net
