@@ -114,6 +114,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool in_read_callback_ = false;
   bool peer_eof_ = false;
   bool reading_paused_ = false;
+  bool in_flush_completion_ = false;
   bool read_pending_ = false;
   CloseReason pending_reason_;
   std::function<void(TcpConnection&)> close_observer_;
