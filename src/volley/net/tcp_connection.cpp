@@ -33,26 +33,55 @@ void TcpConnection::start() {
   boost::system::error_code ec;
   socket_.non_blocking(true, ec);  // flush() writes synchronously first and must never block
   handler_->on_open(*this);
-  if (state_ != State::closed) do_read();
+  if (state_ != State::closed) post_read();  // bytes may be waiting already
 }
 
 void TcpConnection::resume_reading() {
   if (!reading_paused_) return;
   reading_paused_ = false;
-  if (!read_pending_ && state_ != State::closed && !peer_eof_) do_read();
+  // Input that came while paused may have been signalled already: read first, wait after.
+  if (!read_pending_ && state_ != State::closed && !peer_eof_) post_read();
 }
 
+// Reading is "wait until readable, then read what is there": a read that comes
+// back short has drained the socket, and the next one waits for readiness
+// instead of trying a read that would only say EAGAIN (one system call saved
+// per message). The epoll registration is edge-triggered, so data that arrives
+// after a read always raises a new edge; a wait is only ever queued right after
+// a read, in the same handler, so no edge can be missed in between. Where
+// reading (re)starts after a gap (start, resume) it reads first.
 void TcpConnection::do_read() {
   read_pending_ = true;
+  socket_.async_wait(asio::socket_base::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+    self->read_pending_ = false;
+    if (self->state_ == State::closed) return;
+    if (ec) {
+      if (ec == asio::error::operation_aborted) return;
+      return self->finish({CloseReason::Kind::io_error, ec.message()});
+    }
+    self->read_now();
+  });
+}
+
+void TcpConnection::post_read() {
+  read_pending_ = true;
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    self->read_pending_ = false;
+    if (self->state_ == State::closed || self->reading_paused_) return;
+    self->read_now();
+  });
+}
+
+void TcpConnection::read_now() {
   const std::span<std::byte> buf = handler_->read_buffer();
-  socket_.async_read_some(asio::buffer(buf.data(), buf.size()),
-                          [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
-                            self->on_read(ec, n);
-                          });
+  boost::system::error_code ec;
+  const std::size_t n = socket_.read_some(asio::buffer(buf.data(), buf.size()), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) return do_read();  // nothing after all
+  last_read_filled_ = !ec && n == buf.size();
+  on_read(ec, n);
 }
 
 void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) {
-  read_pending_ = false;
   if (state_ == State::closed) return;
   if (ec) {
     if (ec == asio::error::eof) {
@@ -76,7 +105,10 @@ void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) 
   if (state_ == State::closed) return;
   maybe_flush();
   if (state_ == State::closed) return;  // a flush that completed at once can finish a closing connection
-  if (!reading_paused_) do_read();
+  if (reading_paused_) return;
+  // A full buffer may have left more behind: read again, after the loop's other work.
+  if (last_read_filled_) return post_read();
+  do_read();
 }
 
 bool TcpConnection::send(std::span<const std::byte> bytes) {

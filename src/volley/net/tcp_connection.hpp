@@ -97,6 +97,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   enum class State { open, flushing, half_closed, closed };
 
   void do_read();
+  void post_read();
+  void read_now();
   void on_read(const boost::system::error_code& ec, std::size_t n);
   void maybe_flush();
   void flush();
@@ -115,6 +117,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool peer_eof_ = false;
   bool reading_paused_ = false;
   bool in_flush_completion_ = false;
+  bool last_read_filled_ = false;
   bool read_pending_ = false;
   CloseReason pending_reason_;
   std::function<void(TcpConnection&)> close_observer_;
