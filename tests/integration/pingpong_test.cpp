@@ -173,6 +173,22 @@ TEST(PingPongServer, GnbFramingEchoesWholeFramesAndTakesTheKeepalive) {
   EXPECT_EQ(json_u64(report, "protocol_errors"), 0u);
 }
 
+TEST(PingPongServer, RpcFramingEchoesWholeFramesAndTakesTheKeepalive) {
+  TempDir dir;
+  RunningPingPongServer server(dir, {"--framing", "rpc"});
+  RawClient client(server.port());
+  const auto keepalive = raw({0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFE});
+  const auto request = raw({0, 0, 0, 9, 0, 0, 0, 3, 0, 0, 0, 1, 0x61, 0x62, 0x63});
+  client.send(keepalive);
+  client.send(request);
+  client.send(keepalive);
+  EXPECT_EQ(client.read(request.size()), request);
+  client.close();
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report, "heartbeats_in"), 2u);
+  EXPECT_EQ(json_u64(report, "messages_in"), 1u);
+}
+
 boost::json::object run_pingpong(const TempDir& dir, int port, std::vector<std::string> args) {
   std::vector<std::string> argv{bin("volley"), "pingpong", "-p", std::to_string(port), "--json"};
   argv.insert(argv.end(), args.begin(), args.end());

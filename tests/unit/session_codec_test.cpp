@@ -4,6 +4,7 @@
 
 #include <volley/net/backoff.hpp>
 #include <volley/net/session_codec.hpp>
+#include <volley/rpc/session_codec.hpp>
 #include <volley/wire/error.hpp>
 
 #include "bytes.hpp"
@@ -114,3 +115,41 @@ TEST(Backoff, JitterStaysWithinItsBand) {
 
 }  // namespace
 }  // namespace volley::net
+
+namespace volley::rpc {
+namespace {
+
+using test::from_hex;
+using test::hex;
+
+TEST(RpcSessionCodec, TakesTheKeepaliveAndPassesWholeFrames) {
+  auto codec = make_rpc_codec(1024);
+  EXPECT_EQ(hex(codec->heartbeat()), "00 00 00 00 00 00 00 00 ff ff ff fe");
+  const auto bytes = from_hex("00 00 00 00 00 00 00 00 ff ff ff fe  00 00 00 07 00 00 00 02 00 00 00 01 aa bb");
+  auto room = codec->prepare();
+  std::copy(bytes.begin(), bytes.end(), room.begin());
+  codec->commit(bytes.size());
+  EXPECT_EQ(codec->next().kind, net::Inbound::Kind::heartbeat);
+  const auto in = codec->next();
+  ASSERT_EQ(in.kind, net::Inbound::Kind::message);
+  EXPECT_EQ(hex(in.payload), "00 00 00 07 00 00 00 02 00 00 00 01 aa bb");
+  EXPECT_EQ(codec->next().kind, net::Inbound::Kind::need_more);
+}
+
+TEST(RpcSessionCodec, RefusesWhatIsNotOneFrameAndFailsOnAHugeSize) {
+  auto codec = make_rpc_codec(16);
+  std::array<std::byte, net::SessionCodec::kMaxHeader> header{};
+  std::error_code ec;
+  codec->frame_header(from_hex("00 00 00 01 00 00 00 03 00 00 00 05 01 02"), header, ec);
+  EXPECT_EQ(ec, wire::make_error_code(wire::Errc::length_mismatch));
+  codec->frame_header(from_hex("00 00 00 01 00 00 00 02 00 00 00 05 01 02"), header, ec);
+  EXPECT_FALSE(ec);
+  const auto huge = from_hex("00 00 00 01 00 00 10 00 00 00 00 05");
+  auto room = codec->prepare();
+  std::copy(huge.begin(), huge.end(), room.begin());
+  codec->commit(huge.size());
+  EXPECT_EQ(codec->next().kind, net::Inbound::Kind::failed);
+}
+
+}  // namespace
+}  // namespace volley::rpc

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include <volley/rpc/session_codec.hpp>
+
 namespace volley::tools {
 
 net::SessionOptions SessionFlags::options() const {
@@ -17,14 +19,15 @@ net::SessionOptions SessionFlags::options() const {
 
 std::unique_ptr<net::SessionCodec> SessionFlags::make_codec() const {
   if (framing == "gnb") return net::make_gnb_codec();
+  if (framing == "rpc") return rpc::make_rpc_codec();
   return net::make_checked_codec(max_payload);
 }
 
 void add_session_flags(CLI::App& cmd, SessionFlags& f) {
   cmd.add_option("--framing", f.framing,
-                 "checked ([u24 length][u8 type][u8 xor][payload], heartbeat = type 0) or gnb (whole gNB frames, "
-                 "keepalive = six zero bytes)")
-      ->check(CLI::IsMember({"checked", "gnb"}))
+                 "checked ([u24 length][u8 type][u8 xor][payload], heartbeat = type 0), gnb (whole gNB frames, "
+                 "keepalive = six zero bytes) or rpc (whole RPC frames, keepalive = message id 0xFFFFFFFE)")
+      ->check(CLI::IsMember({"checked", "gnb", "rpc"}))
       ->capture_default_str();
   cmd.add_option("--heartbeat-ms", f.heartbeat_ms,
                  "Heartbeat interval in ms; a peer silent for interval x misses is disconnected (0: off)")
