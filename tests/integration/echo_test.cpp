@@ -10,6 +10,7 @@
 
 #include "child_process.hpp"
 #include "listening_server.hpp"
+#include "raw_client.hpp"
 
 namespace volley::test {
 namespace {
@@ -74,6 +75,22 @@ TEST(Echo, TcpEchoesEveryByteAndTheCountsAgree) {
   EXPECT_EQ(json_u64(totals, "bytes"), json_u64(r.report, "total_bytes"));
   EXPECT_EQ(json_u64(totals, "connections"), 4u);
   EXPECT_EQ(json_u64(totals, "errors"), 0u);
+}
+
+TEST(Echo, TcpClientThatReadsLateGetsEveryByteBack) {
+  TempDir dir;
+  EchoServer server(dir, {});
+  RawClient client(server.port());
+  std::vector<std::byte> data(24 << 20);  // more than the server queues (4 MiB) plus the kernel's buffers
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = std::byte{static_cast<unsigned char>(i % 251)};
+  std::thread writer([&] { client.send(data); });
+  std::this_thread::sleep_for(300ms);
+  const auto got = client.read(data.size());
+  writer.join();
+  EXPECT_EQ(got.size(), data.size());
+  EXPECT_TRUE(got == data);
+  client.close();
+  EXPECT_EQ(json_u64(server.stop(), "bytes"), data.size());
 }
 
 TEST(Echo, UdpEchoesEveryDatagram) {

@@ -189,6 +189,29 @@ TEST(PingPongServer, RpcFramingEchoesWholeFramesAndTakesTheKeepalive) {
   EXPECT_EQ(json_u64(report, "messages_in"), 1u);
 }
 
+TEST(PingPongServer, AClientThatReadsLateGetsEveryEchoInOrder) {
+  TempDir dir;
+  // A small high-water mark: the server must stop reading while its replies back up.
+  RunningPingPongServer server(dir, {"--high-water", "65536"});
+  RawClient client(server.port());
+  constexpr int kMessages = 3000;
+  std::vector<std::byte> expected;
+  for (int i = 0; i < kMessages; ++i) {
+    const auto m = message(std::string(1000, static_cast<char>('a' + i % 26)) + std::to_string(i));
+    expected.insert(expected.end(), m.begin(), m.end());
+  }
+  std::thread writer([&] { client.send(expected); });
+  std::this_thread::sleep_for(300ms);  // nothing read yet: the kernel's buffers and the server's queue fill
+  const auto got = client.read(expected.size());
+  writer.join();
+  EXPECT_EQ(got.size(), expected.size());
+  EXPECT_TRUE(got == expected);
+  client.close();
+  const auto report = server.stop();
+  EXPECT_GE(json_u64(report, "high_water_events"), 1u);
+  EXPECT_EQ(json_u64(report, "messages_out"), static_cast<std::uint64_t>(kMessages));
+}
+
 boost::json::object run_pingpong(const TempDir& dir, int port, std::vector<std::string> args) {
   std::vector<std::string> argv{bin("volley"), "pingpong", "-p", std::to_string(port), "--json"};
   argv.insert(argv.end(), args.begin(), args.end());
