@@ -7,8 +7,9 @@
 
 namespace volley::tools {
 
-PingPongClient::PingPongClient(std::vector<PingStep> steps, std::function<void()> done)
-    : steps_(std::move(steps)), done_(std::move(done)) {
+PingPongClient::PingPongClient(std::vector<PingStep> steps, std::function<void()> done,
+                               std::function<void(const PingStepResult&)> step_done)
+    : steps_(std::move(steps)), done_(std::move(done)), step_done_(std::move(step_done)) {
   results_.reserve(steps_.size());
 }
 
@@ -51,6 +52,7 @@ void PingPongClient::on_message(net::Session& s, std::span<const std::byte> payl
   ++received_;
   if (received_ < r.step.messages) return pump(s);
   r.finished = now;
+  if (step_done_ && !r.step.warmup) step_done_(r);
   if (++step_ < steps_.size()) return begin_step(s);
   s.close();
 }

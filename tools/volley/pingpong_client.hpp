@@ -35,8 +35,10 @@ class PingPongClient final : public net::SessionEvents {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `done` runs once, on the client's loop, when every step finished or the session ended early.
-  PingPongClient(std::vector<PingStep> steps, std::function<void()> done);
+  // `done` runs once, on the client's loop, when every step finished or the session ended early;
+  // `step_done` (optional) after each timed step, for progress lines.
+  PingPongClient(std::vector<PingStep> steps, std::function<void()> done,
+                 std::function<void(const PingStepResult&)> step_done = {});
 
   const std::vector<PingStepResult>& results() const noexcept { return results_; }
   std::uint64_t mismatches() const noexcept { return mismatches_; }
@@ -54,6 +56,7 @@ class PingPongClient final : public net::SessionEvents {
 
   std::vector<PingStep> steps_;
   std::function<void()> done_;
+  std::function<void(const PingStepResult&)> step_done_;
   std::vector<PingStepResult> results_;
   std::size_t step_ = 0;
   std::vector<std::byte> payload_;

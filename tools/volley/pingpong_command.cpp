@@ -39,6 +39,7 @@ struct PingPongOptions {
   std::size_t threads = 1;
   bool busy_poll = false;
   bool json = false;
+  bool progress = true;
   SessionFlags session;
 };
 
@@ -84,7 +85,15 @@ int run_pingpong(const PingPongOptions& o) {
     } else {
       steps = single_client_steps(o);
     }
-    runners.push_back(std::make_unique<PingPongClient>(std::move(steps), [&remaining] { --remaining; }));
+    // Live progress for the single-client groups, whose large payloads take a while.
+    std::function<void(const PingStepResult&)> progress;
+    if (o.group != 3 && o.progress) {
+      progress = [](const PingStepResult& r) {
+        fmt::print(stderr, "[pingpong] {} B x {}: p50 {:.1f} us, p99 {:.1f} us, {:.1f} ms\n", r.step.size,
+                   r.step.messages, r.rtt_ns.percentile(50) / 1e3, r.rtt_ns.percentile(99) / 1e3, r.seconds() * 1e3);
+      };
+    }
+    runners.push_back(std::make_unique<PingPongClient>(std::move(steps), [&remaining] { --remaining; }, progress));
     auto& loop = loops.loop(i % loops.size());
     boost::system::error_code ec;
     auto socket = net::connect_tcp(loop, o.address, o.port, std::chrono::seconds(5), ec);
@@ -205,6 +214,7 @@ Runner add_pingpong_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--busy-poll", o->busy_poll, "Client loops spin instead of sleeping in the kernel");
   cmd->add_flag("--json", o->json, "Print the results as JSON on stdout");
+  cmd->add_flag("!--no-progress", o->progress, "No progress line per payload size on stderr");
   add_session_flags(*cmd, o->session);
   return [o] {
     if (o->session.framing != "checked") {

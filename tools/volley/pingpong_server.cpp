@@ -11,12 +11,14 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <volley/metrics/counter.hpp>
 #include <volley/net/loop_pool.hpp>
 #include <volley/net/session.hpp>
 #include <volley/net/tcp_server.hpp>
 
 #include "commands.hpp"
 #include "json_output.hpp"
+#include "progress_timer.hpp"
 #include "session_options.hpp"
 
 namespace volley::tools {
@@ -30,6 +32,7 @@ struct ServerOptions {
   std::size_t threads = 1;
   bool busy_poll = false;
   bool json = false;
+  bool progress = true;
   SessionFlags session;
 };
 
@@ -37,6 +40,10 @@ constexpr std::size_t kCloseKinds = 8;
 
 // One per worker loop, touched only there; summed after the loops have stopped.
 struct WorkerTotals {
+  // Live, for the progress line (written by the worker, read by the reporter).
+  metrics::SingleWriterCounter live_messages;
+  metrics::SingleWriterCounter live_opened;
+  metrics::SingleWriterCounter live_closed;
   std::uint64_t sessions = 0;
   net::SessionStats messages;
   std::uint64_t closes[kCloseKinds] = {};
@@ -52,9 +59,13 @@ class EchoEvents final : public net::SessionEvents {
  public:
   explicit EchoEvents(WorkerTotals& totals) : totals_(totals) {}
 
-  void on_open(net::Session&) override { ++totals_.sessions; }
+  void on_open(net::Session&) override {
+    ++totals_.sessions;
+    totals_.live_opened.add();
+  }
 
   void on_message(net::Session& s, std::span<const std::byte> payload) override {
+    totals_.live_messages.add();
     s.send(payload);
     // The reply was taken; while the queue is over high water, read no more
     // requests rather than refuse their replies.
@@ -79,6 +90,7 @@ class EchoEvents final : public net::SessionEvents {
     t.protocol_errors += st.protocol_errors;
     t.high_water_events += st.high_water_events;
     ++totals_.closes[static_cast<std::size_t>(reason.kind)];
+    totals_.live_closed.add();
     totals_.unsent_bytes += reason.unsent_bytes;
     spdlog::info("{}: closed: {}{}{} ({} messages in, {} protocol errors{})", peer_name(s), net::to_string(reason.kind),
                  reason.detail.empty() ? "" : ": ", reason.detail, st.messages_in, st.protocol_errors,
@@ -108,10 +120,26 @@ int run_server(const ServerOptions& o) {
                local.address().to_string(), local.port(), flags.framing, workers.size(),
                o.busy_poll ? ", busy-poll" : "", flags.heartbeat_ms, flags.heartbeat_misses);
 
+  const auto start = Clock::now();
+  std::uint64_t last_messages = 0;
+  ProgressTimer progress(accept_loop, [&] {
+    std::uint64_t messages = 0, open = 0;
+    for (const auto& t : totals) {
+      messages += t.live_messages.load();
+      open += t.live_opened.load() - t.live_closed.load();
+    }
+    if (messages != last_messages)
+      fmt::print(stderr, "[pingpong-server {:6.1f}s] {:>10} msgs/s | {} sessions open\n", seconds_since(start),
+                 messages - last_messages, open);
+    last_messages = messages;
+  });
+  if (o.progress) progress.start();
+
   asio::signal_set signals(accept_loop, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
     spdlog::info("signal {}: closing sessions and stopping", signo);
+    progress.stop();
     server.shutdown();
     workers.release();
   });
@@ -167,6 +195,7 @@ Runner add_pingpong_server_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--busy-poll", o->busy_poll, "Worker loops spin instead of sleeping in the kernel (a CPU each)");
   cmd->add_flag("--json", o->json, "Print the final totals as JSON on stdout");
+  cmd->add_flag("!--no-progress", o->progress, "No progress line each second on stderr");
   add_session_flags(*cmd, o->session);
   return [o] { return run_server(*o); };
 }

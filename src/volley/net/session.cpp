@@ -138,8 +138,11 @@ void Session::pause_input() {
 void Session::resume_input() {
   if (!input_paused_ || connection_ == nullptr || !connection_->open()) return;
   input_paused_ = false;
-  decode_buffered();
-  if (!input_paused_) connection_->resume_reading();
+  {
+    const TcpConnection::Corked corked(*connection_);  // replies to the buffered frames leave together
+    decode_buffered();
+  }
+  if (!input_paused_ && connection_->open()) connection_->resume_reading();
 }
 
 void Session::arm_heartbeat() {

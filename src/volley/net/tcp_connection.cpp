@@ -32,7 +32,12 @@ TcpConnection::TcpConnection(asio::ip::tcp::socket socket, std::unique_ptr<Strea
 void TcpConnection::start() {
   boost::system::error_code ec;
   socket_.non_blocking(true, ec);  // flush() writes synchronously first and must never block
-  handler_->on_open(*this);
+  {
+    const Corked corked(*this);
+    handler_->on_open(*this);
+  }
+  if (state_ == State::closed) return;
+  maybe_flush();
   if (state_ != State::closed) post_read();  // bytes may be waiting already
 }
 
@@ -99,9 +104,10 @@ void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) 
   }
   // Input that arrives after close() still reaches the handler (a client that has
   // finished sending reads the server's last replies); its sends are refused.
-  in_read_callback_ = true;
-  handler_->on_data(*this, n);
-  in_read_callback_ = false;
+  {
+    const Corked corked(*this);  // replies to everything in this read leave in one write
+    handler_->on_data(*this, n);
+  }
   if (state_ == State::closed) return;
   maybe_flush();
   if (state_ == State::closed) return;  // a flush that completed at once can finish a closing connection
@@ -114,7 +120,7 @@ void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) 
 bool TcpConnection::send(std::span<const std::byte> bytes) {
   if (state_ != State::open) return false;
   queue_.append(bytes);
-  if (!in_read_callback_) maybe_flush();
+  if (cork_depth_ == 0) maybe_flush();
   return true;
 }
 
@@ -122,14 +128,14 @@ bool TcpConnection::send(std::span<const std::byte> head, std::span<const std::b
   if (state_ != State::open) return false;
   queue_.append(head);
   queue_.append(body);
-  if (!in_read_callback_) maybe_flush();
+  if (cork_depth_ == 0) maybe_flush();
   return true;
 }
 
 bool TcpConnection::send_borrowed(std::span<const std::byte> bytes) {
   if (state_ != State::open) return false;
   queue_.append_borrowed(bytes);
-  if (!in_read_callback_) maybe_flush();
+  if (cork_depth_ == 0) maybe_flush();
   return true;
 }
 
@@ -184,7 +190,10 @@ void TcpConnection::on_write(const boost::system::error_code& ec, std::size_t /*
   if (state_ == State::closed) return;
   if (ec) return finish({CloseReason::Kind::io_error, ec.message()});
   const std::size_t written = queue_.finish_batch();
-  handler_->on_written(*this, written);  // may queue more, and start the next write itself
+  {
+    const Corked corked(*this);  // what the handler sends now goes out together, below
+    handler_->on_written(*this, written);
+  }
   if (state_ == State::closed) return;
   maybe_flush();
   if (state_ == State::flushing && !queue_.in_flight()) half_close();

@@ -79,6 +79,23 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // Immediate: drop what is queued and close the socket.
   void abort(CloseReason reason);
 
+  // While a Corked lives, sends are queued but not written; its end writes them
+  // all in one gather write. on_data, on_written and on_open run corked; code
+  // that sends many messages from elsewhere (a timer, another loop's post)
+  // should cork too, or each message costs a system call.
+  class Corked {
+   public:
+    explicit Corked(TcpConnection& c) : c_(c) { ++c_.cork_depth_; }
+    ~Corked() {
+      if (--c_.cork_depth_ == 0 && !c_.closed()) c_.maybe_flush();
+    }
+    Corked(const Corked&) = delete;
+    Corked& operator=(const Corked&) = delete;
+
+   private:
+    TcpConnection& c_;
+  };
+
   // Stops reading after the current read (the peer's writes then back up into
   // its own buffers: backpressure across the network) until resume_reading().
   void pause_reading() noexcept { reading_paused_ = true; }
@@ -113,7 +130,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   WriteQueue queue_;
   std::vector<boost::asio::const_buffer> gather_;
   State state_ = State::open;
-  bool in_read_callback_ = false;
+  int cork_depth_ = 0;
   bool peer_eof_ = false;
   bool reading_paused_ = false;
   bool in_flush_completion_ = false;
