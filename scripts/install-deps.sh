@@ -11,6 +11,8 @@ required=(
   # clang and its runtime build the libFuzzer targets; iproute2 and util-linux
   # (taskset) are used by the netem namespaces script and the benchmarks.
   clang libclang-rt-14-dev util-linux iproute2
+  # the openssl command makes the throw-away TLS certificates of the TLS tests
+  openssl
 )
 
 missing=()
