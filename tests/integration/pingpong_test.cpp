@@ -264,7 +264,8 @@ TEST(PingPong, GroupTwoBurstsAndGroupThreeCountsQueries) {
 TEST(PingPong, RefusesBadFlagsAndASilentPort) {
   TempDir dir;
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"-g", "4"}, {"--sizes", "1,x"}, {"--framing", "gnb"}, {"--heartbeat-misses", "0"}}) {
+       {std::vector<std::string>{"-g", "4"}, {"--sizes", "1,x"}, {"--framing", "gnb"}, {"--heartbeat-misses", "0"},
+        {"--sizes", "2000000"}}) {
     std::vector<std::string> argv{bin("volley"), "pingpong", "-p", "1"};
     argv.insert(argv.end(), args.begin(), args.end());
     ChildProcess p(argv, dir.file("bad"));

@@ -16,8 +16,7 @@ UdpEchoClient::UdpEchoClient(asio::io_context& loop, const EchoRun& run, EchoCli
       counters_(counters),
       done_(std::move(done)),
       out_(kEchoUdpBatch, run.message_size),
-      in_(kEchoUdpBatch, run.message_size + 1),  // one byte more: a longer echo shows as too long
-      sent_at_(run.rtt ? run.in_flight : 0) {}
+      in_(kEchoUdpBatch, run.message_size + 1) {}  // one byte more: a longer echo shows as too long
 
 void UdpEchoClient::start(const asio::ip::udp::endpoint& server) {
   boost::system::error_code ec;
@@ -45,8 +44,9 @@ void UdpEchoClient::send_more(std::size_t count) {
       std::memcpy(b.data(), &seq, sizeof seq);
       std::memcpy(b.data() + sizeof seq, body.data(), body.size());
       out_.set_length(i, b.size());
-      if (run_.rtt) sent_at_[seq % sent_at_.size()] = EchoRun::Clock::now();
     }
+    const auto now = EchoRun::Clock::now();
+    for (std::size_t i = 0; i < n; ++i) window_.push_back({now, false});
     std::error_code ec;
     const std::size_t sent = out_.send(socket_.native_handle(), n, false, ec);
     // Datagrams the kernel would not take count as lost when their echoes do not come.
@@ -80,22 +80,29 @@ void UdpEchoClient::drain() {
     const auto now = EchoRun::Clock::now();
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t len = in_.length(i);
-      const std::span<const std::byte> b = in_.buffer(i).first(std::min(len, run_.message_size));
-      std::uint64_t seq = 0;
       if (len != run_.message_size) {
         counters_.mismatched_bytes.add(len);
         continue;
       }
+      const std::span<const std::byte> b = in_.buffer(i).first(len);
+      std::uint64_t seq = 0;
       std::memcpy(&seq, b.data(), sizeof seq);
-      if (seq < expected_from_ || seq >= next_sequence_) continue;  // late (already counted lost) or bogus
+      // Late (already counted lost), duplicated, or never sent: not a fresh echo.
+      if (seq < window_start_ || seq >= next_sequence_) continue;
+      Outstanding& o = window_[seq - window_start_];
+      if (o.answered) continue;
+      o.answered = true;
       if (!run_.pattern->matches(seq, b.subspan(sizeof seq))) counters_.mismatched_bytes.add(len);
       if (run_.rtt)
-        counters_.rtt_ns.record(static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(now - sent_at_[seq % sent_at_.size()]).count()));
+        counters_.rtt_ns.record(
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - o.sent).count()));
       ++fresh;
     }
+    while (!window_.empty() && window_.front().answered) {
+      window_.pop_front();
+      ++window_start_;
+    }
     in_flight_ -= std::min(in_flight_, fresh);
-    received_since_check_ += fresh;
     counters_.messages.add(fresh);
     counters_.bytes_received.add(fresh * run_.message_size);
     if (run_.running()) {
@@ -107,19 +114,27 @@ void UdpEchoClient::drain() {
 }
 
 void UdpEchoClient::check_loss() {
-  loss_timer_.expires_after(kLossTimeout);
+  loss_timer_.expires_after(kLossTimeout / 4);
   loss_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec || !self->socket_.is_open()) return;
-    if (self->received_since_check_ == 0 && self->in_flight_ > 0) {
-      // Nothing came back for a whole timeout: what is out is lost.
-      self->counters_.lost.add(self->in_flight_);
-      self->counters_.errors.add(self->in_flight_);
-      self->expected_from_ = self->next_sequence_;
-      self->in_flight_ = 0;
-      if (!self->run_.running()) return self->finish();
-      self->send_more(self->run_.in_flight);
+    // Every datagram out for longer than the timeout is lost; each is replaced.
+    const auto cutoff = EchoRun::Clock::now() - kLossTimeout;
+    std::size_t lost = 0;
+    while (!self->window_.empty() && self->window_.front().sent < cutoff) {
+      if (!self->window_.front().answered) ++lost;
+      self->window_.pop_front();
+      ++self->window_start_;
     }
-    self->received_since_check_ = 0;
+    if (lost > 0) {
+      self->counters_.lost.add(lost);
+      self->counters_.errors.add(lost);
+      self->in_flight_ -= std::min(self->in_flight_, lost);
+      if (self->run_.running()) {
+        self->send_more(lost);
+      } else if (self->in_flight_ == 0) {
+        return self->finish();
+      }
+    }
     self->check_loss();
   });
 }

@@ -1,9 +1,10 @@
 #pragma once
 // A UDP echo client: one datagram per message, `in_flight` at once, one more
 // for each echo, batched with sendmmsg/recvmmsg. Each datagram starts with its
-// sequence number, so a late echo is told from a fresh one; datagrams not back
-// within the loss timeout are counted as lost (errors) and replaced, never
-// waited on forever.
+// sequence number, so late and duplicated echoes are told from fresh ones; a
+// datagram not back within the loss timeout is counted as lost (an error) and
+// replaced, so losses never shrink the window or stall the run.
+#include <deque>
 #include <functional>
 #include <memory>
 
@@ -38,11 +39,14 @@ class UdpEchoClient : public std::enable_shared_from_this<UdpEchoClient> {
   std::function<void()> done_;
   net::UdpBatch out_;
   net::UdpBatch in_;
+  struct Outstanding {
+    EchoRun::Clock::time_point sent;
+    bool answered = false;
+  };
   std::uint64_t next_sequence_ = 0;
-  std::uint64_t expected_from_ = 0;  // echoes of sequences below this were given up on
-  std::size_t in_flight_ = 0;
-  std::uint64_t received_since_check_ = 0;
-  std::vector<EchoRun::Clock::time_point> sent_at_;  // --rtt: by sequence modulo its size
+  std::uint64_t window_start_ = 0;   // window_[0] is this sequence; older ones are settled
+  std::deque<Outstanding> window_;   // sequences [window_start_, next_sequence_)
+  std::size_t in_flight_ = 0;        // unanswered in window_
 };
 
 }  // namespace volley::tools

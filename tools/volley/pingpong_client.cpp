@@ -34,7 +34,12 @@ void PingPongClient::pump(net::Session& s) {
   const PingStep& step = steps_[step_];
   while (sent_ < step.messages && sent_ - received_ < step.in_flight && !s.congested()) {
     sent_at_[sent_] = Clock::now();
-    if (s.send(payload_) != net::SendResult::sent) return;  // closed: on_close reports it
+    const net::SendResult r = s.send(payload_);
+    if (r == net::SendResult::invalid) {
+      error_ = fmt::format("a {}-byte payload cannot be framed", payload_.size());
+      return s.close();
+    }
+    if (r != net::SendResult::sent) return;  // closed: on_close reports it
     ++sent_;
   }
 }
@@ -64,7 +69,7 @@ void PingPongClient::on_backpressure(net::Session& s, bool congested) {
 void PingPongClient::on_close(net::Session& /*s*/, const net::CloseReason& reason) {
   if (finished_) return;
   finished_ = true;
-  if (!completed()) {
+  if (!completed() && error_.empty()) {
     error_ = fmt::format("session ended after {} of {} steps: {}{}{}", step_, steps_.size(), net::to_string(reason.kind),
                          reason.detail.empty() ? "" : ": ", reason.detail);
   }

@@ -221,6 +221,12 @@ Runner add_pingpong_command(CLI::App& app) {
       spdlog::error("volley pingpong sends arbitrary payloads: it needs --framing checked");
       return 2;
     }
+    for (const std::size_t size : o->sizes) {
+      if (size > o->session.max_payload) {
+        spdlog::error("--sizes {} is over --max-payload {}", size, o->session.max_payload);
+        return 2;
+      }
+    }
     return run_pingpong(*o);
   };
 }
