@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make bench`: the microbenchmarks, the end-to-end gNB benchmarks, the netem relay.
+# `make bench`: the microbenchmarks, the end-to-end gNB, netem, RPC, ping-pong and echo benchmarks.
 # (The ARQ delay benchmarks take 5 minutes of real time: `build/bin/volley arq-bench`.)
 set -euo pipefail
 bin=${1:-build/bin}
@@ -10,6 +10,9 @@ echo
 echo "# Serialization: reflection against hand-written code (CPU time is the fair column)"
 "$bin/volley_serial_bench" --benchmark_min_time="${MICRO_MIN_TIME:-0.3}" --benchmark_repetitions=3 \
   --benchmark_report_aggregates_only=true
+echo
+echo "# The checked frame's XOR checksum and decode"
+"$bin/volley_checked_bench" --benchmark_min_time="${MICRO_MIN_TIME:-0.3}"
 echo
 # Debian's interpreter: the first python3 on PATH may be another one.
 /usr/bin/python3 bench/gnb_bench.py "$bin"

@@ -108,7 +108,7 @@ TEST(CheckedFrame, LargestFrameAndEncodeErrors) {
   EXPECT_THROW(encode(FrameType::heartbeat, {}, small), std::system_error);
 }
 
-TEST(CheckedFrame, WordWiseChecksumEqualsTheByteLoopAtEveryLengthAndAlignment) {
+TEST(CheckedFrame, ChecksumIsTheXorOfEveryByteAtEveryLengthAndAlignment) {
   std::vector<std::byte> data(1024 + 8);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = std::byte{static_cast<unsigned char>(i * 167 + 13)};
   for (std::size_t offset = 0; offset < 8; ++offset) {
