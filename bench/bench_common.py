@@ -29,3 +29,24 @@ def raw_pingpong(bindir, server_cpu, client_cpu, seconds, ping=None, pong=None, 
     if out.returncode != 0:
         sys.exit(f"raw ping-pong failed: {out.stderr}")
     return json.loads(out.stdout)
+
+
+class ServerProcess:
+    """A server under test, stopped with SIGTERM. With port_from_stdout its first line
+    is Volley's "listening ... ADDRESS:PORT"; otherwise it gets a moment to bind."""
+
+    def __init__(self, argv, cpu, port_from_stdout=False):
+        self.proc = subprocess.Popen(pinned(cpu) + argv, stdout=subprocess.PIPE if port_from_stdout else subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.port = None
+        if port_from_stdout:
+            line = self.proc.stdout.readline()  # "listening PROTO ADDR:PORT"
+            if not line.startswith("listening "):
+                sys.exit(f"{argv[0]} did not start: {line!r}")
+            self.port = line.strip().rsplit(":", 1)[1]
+        else:
+            time.sleep(0.3)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)

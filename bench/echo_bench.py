@@ -10,9 +10,8 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
-from bench_common import median, pinned, raw_pingpong
+from bench_common import ServerProcess, median, pinned, raw_pingpong
 
 SAMPLES = 3
 SECONDS = float(os.environ.get("BENCH_SECONDS", "2"))
@@ -21,33 +20,13 @@ SAME = ("both on CPU 0", "0", "0")
 SHARED = ("unpinned (2 CPUs shared)", None, None)
 
 
-class Proc:
-    """A server process, stopped with SIGTERM."""
-
-    def __init__(self, argv, cpu, port_from_stdout=False):
-        self.proc = subprocess.Popen(pinned(cpu) + argv, stdout=subprocess.PIPE if port_from_stdout else subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, text=True)
-        self.port = None
-        if port_from_stdout:
-            line = self.proc.stdout.readline()  # "listening PROTO ADDR:PORT"
-            if not line.startswith("listening "):
-                sys.exit(f"{argv[0]} did not start: {line!r}")
-            self.port = line.strip().rsplit(":", 1)[1]
-        else:
-            time.sleep(0.3)
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-
-
 def volley_server(bindir, cpu, proto="tcp", threads=1, busy=False, certs=None):
     argv = [f"{bindir}/volley", "echo-server", "--proto", proto, "-p", "0", "-t", str(threads), "--no-progress"]
     if busy:
         argv.append("--busy-poll")
     if proto == "tls":
         argv += ["--cert", f"{certs}/server.pem", "--key", f"{certs}/server.key"]
-    return Proc(argv, cpu, port_from_stdout=True)
+    return ServerProcess(argv, cpu, port_from_stdout=True)
 
 
 def client(bindir, cpu, port, args, proto="tcp", certs=None):
@@ -82,11 +61,11 @@ def throughput_rows(bindir, certs, record):
             s.stop()
             if proto == "tcp":
                 port = 32231
-                b = Proc([f"{bindir}/raw_echo_server", str(port), str(threads)], scpu)
+                b = ServerProcess([f"{bindir}/raw_echo_server", str(port), str(threads)], scpu)
                 bs.append(client(bindir, ccpu, port, args))
             elif proto == "udp":
                 port = 32232
-                b = Proc([f"{bindir}/raw_udp_echo", str(port)], scpu)
+                b = ServerProcess([f"{bindir}/raw_udp_echo", str(port)], scpu)
                 bs.append(client(bindir, ccpu, port, args, "udp"))
             else:
                 b = volley_server(bindir, scpu, "tcp", threads)

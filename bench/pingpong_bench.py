@@ -6,28 +6,17 @@ way), in the same run, samples interleaved, for two placements. Prints
 Markdown tables; JSON of every sample goes to bench/results/pingpong.json."""
 import json
 import os
-import signal
 import subprocess
 import sys
 
-from bench_common import median, pinned, raw_pingpong
+from bench_common import ServerProcess, median, pinned, raw_pingpong
 
 SIZES = [1, 10, 100, 1000, 10000, 100000, 1000000]
 SAMPLES = 3
 
 
-class Server:
-    def __init__(self, bindir, cpu, extra=()):
-        self.proc = subprocess.Popen(pinned(cpu) + [f"{bindir}/volley", "pingpong-server", "-p", "0", *extra],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        line = self.proc.stdout.readline()  # "listening 127.0.0.1:PORT"
-        if not line.startswith("listening "):
-            sys.exit(f"pingpong-server did not start: {line!r}")
-        self.port = line.strip().rsplit(":", 1)[1]
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=30)
+def pingpong_server(bindir, cpu, extra=()):
+    return ServerProcess([f"{bindir}/volley", "pingpong-server", "-p", "0", *extra], cpu, port_from_stdout=True)
 
 
 def volley(bindir, port, cpu, args):
@@ -53,7 +42,7 @@ def group1(bindir, record):
         print("| payload | volley min | volley avg | volley p50 | volley p99 | volley max | raw p50 | raw p99 "
               "| p50 ratio | p99 ratio |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        server = Server(bindir, server_cpu, ["--busy-poll"] if busy else [])
+        server = pingpong_server(bindir, server_cpu, ["--busy-poll"] if busy else [])
         try:
             for size in SIZES:
                 vs, rs = [], []
@@ -79,7 +68,7 @@ def group1(bindir, record):
 
 
 def group2_and_3(bindir, record):
-    server = Server(bindir, "1")
+    server = pingpong_server(bindir, "1")
     try:
         print("## Group 2: one client bursting 1000 messages per payload size (server CPU 1, client CPU 0)\n")
         r = volley(bindir, server.port, "0", ["-g", "2", "-n", "1000", "--warmup", "100"])

@@ -100,8 +100,7 @@ int run_echo_client(const EchoClientOptions& o) {
   for (std::size_t i = 0; i < o.clients; ++i) {
     auto& loop = loops.loop(i % loops.size());
     EchoClientCounters& c = *counters[i];
-    asio::post(loop, [&, i, &loop = loop, &c = c] {
-      (void)i;
+    asio::post(loop, [&, &loop = loop, &c = c] {
       if (o.proto == EchoProto::udp) {
         std::make_shared<UdpEchoClient>(loop, run, c, done)->start({address, o.port});
       } else if (o.proto == EchoProto::tls) {

@@ -219,13 +219,12 @@ Runner add_netem_command(CLI::App& app) {
   tun->add_option("--dev-a", o->dev_a, "TUN device of side a (its packets go up)")->capture_default_str();
   tun->add_option("--dev-b", o->dev_b, "TUN device of side b (its packets come down)")->capture_default_str();
   add_common(*tun, *o);
-  return [o, cmd, tun]() -> int {
+  return [o, tun]() -> int {
     if (tun->parsed()) return run_tun(*o);
     if (o->forward.empty()) {
       fmt::print(stderr, "volley netem: --forward ADDRESS:PORT is required (or use `volley netem tun`)\n");
       return 2;
     }
-    (void)cmd;
     return run_udp(*o);
   };
 }

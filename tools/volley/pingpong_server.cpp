@@ -82,13 +82,7 @@ class EchoEvents final : public net::SessionEvents {
 
   void on_close(net::Session& s, const net::CloseReason& reason) override {
     const auto& st = s.stats();
-    auto& t = totals_.messages;
-    t.messages_in += st.messages_in;
-    t.messages_out += st.messages_out;
-    t.heartbeats_in += st.heartbeats_in;
-    t.heartbeats_out += st.heartbeats_out;
-    t.protocol_errors += st.protocol_errors;
-    t.high_water_events += st.high_water_events;
+    totals_.messages += st;
     ++totals_.closes[static_cast<std::size_t>(reason.kind)];
     totals_.live_closed.add();
     totals_.unsent_bytes += reason.unsent_bytes;
@@ -151,12 +145,7 @@ int run_server(const ServerOptions& o) {
   WorkerTotals sum;
   for (const auto& t : totals) {
     sum.sessions += t.sessions;
-    sum.messages.messages_in += t.messages.messages_in;
-    sum.messages.messages_out += t.messages.messages_out;
-    sum.messages.heartbeats_in += t.messages.heartbeats_in;
-    sum.messages.heartbeats_out += t.messages.heartbeats_out;
-    sum.messages.protocol_errors += t.messages.protocol_errors;
-    sum.messages.high_water_events += t.messages.high_water_events;
+    sum.messages += t.messages;
     for (std::size_t k = 0; k < kCloseKinds; ++k) sum.closes[k] += t.closes[k];
     sum.unsent_bytes += t.unsent_bytes;
   }

@@ -54,6 +54,17 @@ struct SessionStats {
   std::uint64_t protocol_errors = 0;
   std::uint64_t refused_sends = 0;
   std::uint64_t high_water_events = 0;
+
+  SessionStats& operator+=(const SessionStats& o) noexcept {
+    messages_in += o.messages_in;
+    messages_out += o.messages_out;
+    heartbeats_in += o.heartbeats_in;
+    heartbeats_out += o.heartbeats_out;
+    protocol_errors += o.protocol_errors;
+    refused_sends += o.refused_sends;
+    high_water_events += o.high_water_events;
+    return *this;
+  }
 };
 
 class Session;

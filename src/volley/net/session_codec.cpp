@@ -66,7 +66,7 @@ class GnbCodec final : public SessionCodec {
   Inbound next() override {
     using wire::gnb::DecodeStatus;
     if (decoder_.take_keepalive()) return {Inbound::Kind::heartbeat, {}, {}};
-    const std::span<const std::byte> before = pending();
+    const std::span<const std::byte> before = decoder_.readable();
     const wire::gnb::DecodeResult r = decoder_.next();
     switch (r.status) {
       case DecodeStatus::need_more: return {};
@@ -104,7 +104,6 @@ class GnbCodec final : public SessionCodec {
   std::size_t max_payload() const override { return wire::gnb::kMaxFrameSize; }
 
  private:
-  std::span<const std::byte> pending() const { return decoder_.readable(); }
   wire::gnb::FrameDecoder decoder_;
   std::array<std::byte, wire::gnb::kKeepaliveSize> keepalive_{};
 };
