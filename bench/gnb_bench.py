@@ -64,7 +64,7 @@ def run_volley(bindir, handler, mix, seconds, connections, target_threads, targe
         out, _ = target.communicate(timeout=60)
     if gen.returncode != 0:
         sys.exit(f"bench: generator failed: {gen.stderr}")
-    g, t = json.loads(gen.stdout), json.loads(out)
+    g, t = json.loads(gen.stdout), json.loads(out[out.index("{"):])  # after the "listening" line
     if g["frames"] != t["frames"] or g["bytes"] != t["bytes"]:
         sys.exit(f"bench: target received {t['frames']} frames, generator sent {g['frames']}")
     return {"ns_per_msg": g["ns_per_msg_inverse_throughput"], "msgs_per_s": g["msgs_per_s"],

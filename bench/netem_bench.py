@@ -45,7 +45,8 @@ def main():
             ping = run(pin_client + [f"{bindir}/udp_load", "ping", str(port), "5000", "64"])
             rows[name] = (flood, ping)
         relay.send_signal(signal.SIGTERM)
-        report = json.loads(relay.communicate(timeout=30)[0])
+        out = relay.communicate(timeout=30)[0]
+        report = json.loads(out[out.index("{"):])  # after the "listening" line
     echo.kill()
     print("# netem relay overhead (no impairment, 64-byte datagrams; echo on CPU 1, client and relay on CPU 0)\n")
     print("| path | round trips/s (32 in flight) | ping p50 | p90 | p99 |")

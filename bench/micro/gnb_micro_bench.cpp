@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include <volley/dispatch/legacy_messages.hpp>
+#include "legacy_messages.hpp"
 #include <volley/dispatch/views.hpp>
 #include <volley/metrics/histogram.hpp>
 #include <volley/wire/crc32c.hpp>
@@ -15,6 +15,7 @@
 
 namespace gnb = volley::wire::gnb;
 namespace dispatch = volley::dispatch;
+namespace legacy = volley::benchmarks::legacy;
 
 namespace {
 
@@ -97,8 +98,8 @@ void BM_DispatchVirtual(benchmark::State& state) {
   TypedWork work;
   for (auto _ : state) {
     for (const auto& f : frames) {
-      const auto message = dispatch::legacy::make_message(f);
-      dispatch::legacy::dispatch(*message, work);
+      const auto message = legacy::make_message(f);
+      legacy::dispatch(*message, work);
     }
     benchmark::DoNotOptimize(work.ids);
   }

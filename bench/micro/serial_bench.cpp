@@ -10,9 +10,10 @@
 #include <vector>
 
 #include <volley/serial/binary.hpp>
-#include <volley/serial/messages.hpp>
+#include "benchmark_messages.hpp"
 
 namespace serial = volley::serial;
+namespace messages = volley::benchmarks;
 
 namespace {
 
@@ -25,21 +26,21 @@ inline std::uint64_t get(const std::byte*& p, int width) {
   return v;
 }
 
-std::size_t hand_encode(const serial::Ping& m, std::span<std::byte> out) {
+std::size_t hand_encode(const messages::Ping& m, std::span<std::byte> out) {
   if (out.size() < 8) return 0;
   std::byte* p = out.data();
   put(p, static_cast<std::uint64_t>(m.t), 8);
   return 8;
 }
 
-bool hand_decode(std::span<const std::byte> in, serial::Ping& m) {
+bool hand_decode(std::span<const std::byte> in, messages::Ping& m) {
   if (in.size() != 8) return false;
   const std::byte* p = in.data();
   m.t = static_cast<std::int64_t>(get(p, 8));
   return true;
 }
 
-std::size_t hand_encode(const serial::Request& m, std::span<std::byte> out) {
+std::size_t hand_encode(const messages::Request& m, std::span<std::byte> out) {
   const std::size_t n = 4 + m.text.size() + 8 + 1 + 2 + 4;
   if (out.size() < n) return 0;
   std::byte* p = out.data();
@@ -53,7 +54,7 @@ std::size_t hand_encode(const serial::Request& m, std::span<std::byte> out) {
   return n;
 }
 
-bool hand_decode(std::span<const std::byte> in, serial::Request& m) {
+bool hand_decode(std::span<const std::byte> in, messages::Request& m) {
   const std::byte* p = in.data();
   const std::byte* end = p + in.size();
   if (end - p < 4) return false;
@@ -98,8 +99,8 @@ void hand_round_trip(benchmark::State& state, const T& value) {
   }
 }
 
-const serial::Ping kPing{123456789};
-const serial::Request kRequest{std::string(50, 'r'), 3.25, 7, 1234, 987654};
+const messages::Ping kPing{123456789};
+const messages::Request kRequest{std::string(50, 'r'), 3.25, 7, 1234, 987654};
 
 void BM_PingReflection(benchmark::State& s) { reflect_round_trip(s, kPing); }
 void BM_PingHandWritten(benchmark::State& s) { hand_round_trip(s, kPing); }

@@ -58,9 +58,9 @@ TEST_P(ArqOverRelay, DeliversEverythingIntactAndInOrderThroughALossyRelay) {
   const auto seqs = delivered_sequence(read_file(dir.file("delivered.csv")));
   ASSERT_EQ(seqs.size(), static_cast<std::size_t>(count));
   for (std::size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], i);
-  const auto r = boost::json::parse(recv.stdout_text()).as_object();
+  const auto r = boost::json::parse(report_text(recv.stdout_text())).as_object();
   EXPECT_EQ(u64(r.at("damaged_messages")), 0u);
-  const auto n = boost::json::parse(relay.stdout_text()).as_object();
+  const auto n = boost::json::parse(report_text(relay.stdout_text())).as_object();
   EXPECT_GT(u64(n.at("up").at("lost")), 0u);  // the link really lost packets
   EXPECT_GT(u64(n.at("up").at("corrupted")), 0u);
   const auto s = boost::json::parse(send.stdout_text()).as_object();

@@ -83,6 +83,12 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+std::string report_text(const std::string& stdout_text) {
+  if (stdout_text.rfind('{', 0) == 0) return stdout_text;
+  const auto at = stdout_text.find("\n{");
+  return at == std::string::npos ? stdout_text : stdout_text.substr(at + 1);
+}
+
 std::string bin(const std::string& name) { return std::string(VOLLEY_BIN_DIR) + "/" + name; }
 
 }  // namespace volley::test

@@ -46,6 +46,9 @@ class ChildProcess {
 };
 
 std::string read_file(const std::string& path);
+// A server program's JSON report: its stdout from the first line that opens
+// a JSON object (after the "listening ..." line every server prints first).
+std::string report_text(const std::string& stdout_text);
 // The path of a program of this build (build/bin/NAME).
 std::string bin(const std::string& name);
 

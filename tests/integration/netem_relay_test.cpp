@@ -39,7 +39,7 @@ class RunningRelay {
   boost::json::object stop() {
     process_->send_signal(SIGTERM);
     EXPECT_EQ(process_->wait_for(20s).value_or(-1), 0) << process_->stderr_text();
-    return boost::json::parse(process_->stdout_text()).as_object();
+    return boost::json::parse(report_text(process_->stdout_text())).as_object();
   }
 
  private:
@@ -224,7 +224,7 @@ TEST(NetemTun, CarriesTcpThroughALossyCorruptingLinkIntact) {
   ASSERT_EQ(target.wait_for(30s).value_or(-1), 0) << target.stderr_text();
 
   const auto g = boost::json::parse(gen.stdout_text()).as_object();
-  const auto t = boost::json::parse(target.stdout_text()).as_object();
+  const auto t = boost::json::parse(report_text(target.stdout_text())).as_object();
   EXPECT_GT(u64(g.at("frames")), 1000u);
   EXPECT_EQ(u64(t.at("frames")), u64(g.at("frames")));
   EXPECT_EQ(u64(t.at("bytes")), u64(g.at("bytes")));
@@ -234,7 +234,7 @@ TEST(NetemTun, CarriesTcpThroughALossyCorruptingLinkIntact) {
   // The link really was impaired: the relay counted losses and corruptions.
   ChildProcess stop({"/bin/bash", script, "stop", "--name", name}, dir.file("stop2"));
   ASSERT_EQ(stop.wait_for(30s).value_or(-1), 0);
-  const auto relay = boost::json::parse(stop.stdout_text()).as_object();
+  const auto relay = boost::json::parse(report_text(stop.stdout_text())).as_object();
   EXPECT_GT(u64(relay.at("up").at("lost")), 0u);
   EXPECT_GT(u64(relay.at("up").at("corrupted")), 0u);
   EXPECT_GT(u64(relay.at("down").at("lost")), 0u);

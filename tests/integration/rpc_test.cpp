@@ -11,7 +11,7 @@
 #include <volley/net/tcp_server.hpp>
 #include <volley/rpc/client.hpp>
 #include <volley/rpc/server.hpp>
-#include <volley/serial/messages.hpp>
+#include "benchmark_messages.hpp"
 
 using namespace volley;
 using namespace std::chrono_literals;
@@ -25,15 +25,15 @@ constexpr std::uint32_t kPing = 1, kPong = 2, kRequest = 3, kReply = 4, kBoom = 
 class TestServer {
  public:
   TestServer() : workers_(2) {
-    rpc_.handle<serial::Ping, serial::Pong>(kPing, kPong, [](const serial::Ping& p) { return serial::answer(p); });
-    rpc_.handle<serial::Request, serial::Reply>(kRequest, kReply,
-                                                [](const serial::Request& r) { return serial::answer(r); });
-    rpc_.handle<serial::Ping, serial::Pong>(kBoom, kPong, [](const serial::Ping&) -> serial::Pong {
+    rpc_.handle<benchmarks::Ping, benchmarks::Pong>(kPing, kPong, [](const benchmarks::Ping& p) { return benchmarks::answer(p); });
+    rpc_.handle<benchmarks::Request, benchmarks::Reply>(kRequest, kReply,
+                                                [](const benchmarks::Request& r) { return benchmarks::answer(r); });
+    rpc_.handle<benchmarks::Ping, benchmarks::Pong>(kBoom, kPong, [](const benchmarks::Ping&) -> benchmarks::Pong {
       throw std::runtime_error("boom on purpose");
     });
-    rpc_.handle<serial::Ping, serial::Pong>(kSlow, kPong, [](const serial::Ping& p) {
+    rpc_.handle<benchmarks::Ping, benchmarks::Pong>(kSlow, kPong, [](const benchmarks::Ping& p) {
       std::this_thread::sleep_for(300ms);
-      return serial::answer(p);
+      return benchmarks::answer(p);
     });
     server_ = std::make_unique<net::TcpServer>(accept_, workers_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0),
                                                [this](std::size_t) { return rpc_.make_stream_handler(); });
@@ -66,7 +66,7 @@ boost::system::error_code connect(rpc::RpcClient& client, std::uint16_t port) {
   return ec;
 }
 
-serial::Request request_for(int client, int i) {
+benchmarks::Request request_for(int client, int i) {
   return {"client " + std::to_string(client) + " call " + std::to_string(i) + std::string(static_cast<std::size_t>(i % 50), '.'),
           i * 0.5, static_cast<std::int8_t>(i), static_cast<std::int16_t>(client), i * 1000 + client};
 }
@@ -87,8 +87,8 @@ TEST(Rpc, ManyConcurrentCallsFromSeveralClientsAreEachMatchedToTheirRequest) {
   for (int c = 0; c < kClients; ++c) {
     for (int i = 0; i < kCalls; ++i) {  // all in flight at once on each connection
       const auto req = request_for(c, i);
-      clients[c]->call<serial::Reply>(kRequest, kReply, req, 20s, [&, req](const boost::system::error_code& ec, serial::Reply r) {
-        if (ec || !(r == serial::answer(req))) ++wrong;
+      clients[c]->call<benchmarks::Reply>(kRequest, kReply, req, 20s, [&, req](const boost::system::error_code& ec, benchmarks::Reply r) {
+        if (ec || !(r == benchmarks::answer(req))) ++wrong;
         if (++completed == kClients * kCalls) loop.stop();
       });
     }
@@ -108,16 +108,16 @@ TEST(Rpc, ErrorsComeBackAsErrorRepliesNotSilence) {
   ASSERT_FALSE(connect(client, server.port()));
   std::vector<boost::system::error_code> results;
   std::string boom_message;
-  client.call<serial::Pong>(99, kPong, serial::Ping{1}, 5s, [&](const auto& e, serial::Pong) { results.push_back(e); });
-  client.call<serial::Pong>(kBoom, kPong, serial::Ping{1}, 5s, [&](const auto& e, serial::Pong) {
+  client.call<benchmarks::Pong>(99, kPong, benchmarks::Ping{1}, 5s, [&](const auto& e, benchmarks::Pong) { results.push_back(e); });
+  client.call<benchmarks::Pong>(kBoom, kPong, benchmarks::Ping{1}, 5s, [&](const auto& e, benchmarks::Pong) {
     results.push_back(e);
     boom_message = client.last_remote_error();
   });
-  client.call<serial::Reply>(kRequest, kReply, serial::Ping{1}, 5s, [&](const auto& e, serial::Reply) { results.push_back(e); });
-  client.call<serial::Reply>(kPing, kReply, serial::Ping{1}, 5s, [&](const auto& e, serial::Reply) { results.push_back(e); });
-  client.call<serial::Pong>(kPing, kPong, serial::Ping{7}, 5s, [&](const auto& e, serial::Pong p) {
+  client.call<benchmarks::Reply>(kRequest, kReply, benchmarks::Ping{1}, 5s, [&](const auto& e, benchmarks::Reply) { results.push_back(e); });
+  client.call<benchmarks::Reply>(kPing, kReply, benchmarks::Ping{1}, 5s, [&](const auto& e, benchmarks::Reply) { results.push_back(e); });
+  client.call<benchmarks::Pong>(kPing, kPong, benchmarks::Ping{7}, 5s, [&](const auto& e, benchmarks::Pong p) {
     results.push_back(e);
-    EXPECT_EQ(p, (serial::Pong{-7, 7, 'X'}));
+    EXPECT_EQ(p, (benchmarks::Pong{-7, 7, 'X'}));
     loop.stop();
   });
   loop.run_for(10s);
@@ -136,10 +136,10 @@ TEST(Rpc, ATimeoutFailsOnlyThatCall) {
   rpc::RpcClient client(loop);
   ASSERT_FALSE(connect(client, server.port()));
   boost::system::error_code slow_result, later_result = rpc::ClientErrc::not_connected;
-  client.call<serial::Pong>(kSlow, kPong, serial::Ping{1}, 50ms, [&](const auto& e, serial::Pong) {
+  client.call<benchmarks::Pong>(kSlow, kPong, benchmarks::Ping{1}, 50ms, [&](const auto& e, benchmarks::Pong) {
     slow_result = e;
     // The connection and the other calls go on.
-    client.call<serial::Pong>(kPing, kPong, serial::Ping{2}, 5s, [&](const auto& e2, serial::Pong) {
+    client.call<benchmarks::Pong>(kPing, kPong, benchmarks::Ping{2}, 5s, [&](const auto& e2, benchmarks::Pong) {
       later_result = e2;
       loop.stop();
     });
@@ -164,7 +164,7 @@ TEST(Rpc, AServerThatDiesFailsPendingCallsInsteadOfHangingThem) {
   ASSERT_FALSE(ec);
   int failed = 0;
   for (int i = 0; i < 10; ++i)
-    client.call<serial::Pong>(kPing, kPong, serial::Ping{i}, 30s, [&](const auto& e, serial::Pong) {
+    client.call<benchmarks::Pong>(kPing, kPong, benchmarks::Ping{i}, 30s, [&](const auto& e, benchmarks::Pong) {
       if (e == rpc::ClientErrc::connection_closed) ++failed;
       if (failed == 10) loop.stop();
     });
@@ -173,7 +173,7 @@ TEST(Rpc, AServerThatDiesFailsPendingCallsInsteadOfHangingThem) {
   EXPECT_EQ(client.pending(), 0u);
   // And a call on the dead client fails at once, clearly.
   boost::system::error_code after;
-  client.call<serial::Pong>(kPing, kPong, serial::Ping{1}, 1s, [&](const auto& e, serial::Pong) { after = e; });
+  client.call<benchmarks::Pong>(kPing, kPong, benchmarks::Ping{1}, 1s, [&](const auto& e, benchmarks::Pong) { after = e; });
   loop.restart();
   loop.run_for(1s);
   EXPECT_EQ(after, rpc::ClientErrc::not_connected);
@@ -190,11 +190,11 @@ TEST(Rpc, CoroutinesAwaitCallsAndSequencesWrapAround) {
       loop,
       [&]() -> asio::awaitable<void> {
         for (int i = 0; i < 100; ++i) {
-          const serial::Pong pong = co_await client.async_call<serial::Pong>(kPing, kPong, serial::Ping{i}, 5s, asio::use_awaitable);
-          if (pong == serial::answer(serial::Ping{i})) ++good;
+          const benchmarks::Pong pong = co_await client.async_call<benchmarks::Pong>(kPing, kPong, benchmarks::Ping{i}, 5s, asio::use_awaitable);
+          if (pong == benchmarks::answer(benchmarks::Ping{i})) ++good;
         }
         try {
-          co_await client.async_call<serial::Pong>(kBoom, kPong, serial::Ping{0}, 5s, asio::use_awaitable);
+          co_await client.async_call<benchmarks::Pong>(kBoom, kPong, benchmarks::Ping{0}, 5s, asio::use_awaitable);
         } catch (const boost::system::system_error& e) {
           threw = e.code() == rpc::ClientErrc::handler_failed;
         }
@@ -237,7 +237,7 @@ TEST(RpcTools, ServerAndBenchReportTheSeedLinesAndJson) {
   EXPECT_EQ(result.at("error").as_string(), "");
   server.send_signal(SIGTERM);
   ASSERT_EQ(server.wait_for(20s).value_or(-1), 0);
-  EXPECT_GT(u64(boost::json::parse(server.stdout_text()).as_object().at("calls")), 100u);
+  EXPECT_GT(u64(boost::json::parse(report_text(server.stdout_text())).as_object().at("calls")), 100u);
   ChildProcess refused({bin("volley"), "rpc-bench", "--port", port, "--seconds", "0.2"}, dir.file("refused"));
   EXPECT_EQ(refused.wait_for(20s).value_or(-1), 1);
   EXPECT_NE(refused.stdout_text().find("cannot connect"), std::string::npos) << refused.stdout_text();

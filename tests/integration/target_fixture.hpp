@@ -38,7 +38,7 @@ class RunningTarget {
     const auto code = process_->wait_for(std::chrono::seconds(20));
     EXPECT_TRUE(code.has_value()) << "target did not exit after SIGTERM";
     EXPECT_EQ(code.value_or(-1), 0) << process_->stderr_text();
-    return boost::json::parse(process_->stdout_text()).as_object();
+    return boost::json::parse(report_text(process_->stdout_text())).as_object();
   }
 
  private:

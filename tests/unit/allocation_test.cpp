@@ -6,12 +6,13 @@
 #include <new>
 #include <vector>
 
-#include <volley/dispatch/legacy_messages.hpp>
 #include <volley/dispatch/views.hpp>
-#include <volley/net/write_queue.hpp>
+#include <volley/net/detail/write_queue.hpp>
 #include <volley/serial/binary.hpp>
-#include <volley/serial/messages.hpp>
 #include <volley/wire/gnb_decoder.hpp>
+
+#include "benchmark_messages.hpp"
+#include "legacy_messages.hpp"
 
 namespace {
 thread_local std::size_t g_allocations = 0;
@@ -27,6 +28,7 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace gnb = volley::wire::gnb;
 namespace dispatch = volley::dispatch;
+namespace benchmarks = volley::benchmarks;
 
 namespace {
 
@@ -82,13 +84,13 @@ TEST(Allocations, TheLegacyPathAllocatesPerMessageSoThisTestCanTell) {
   gnb::FrameDecoder decoder;
   Sum sum;
   const std::size_t n = allocations_while_decoding(decoder, stream, [&](const gnb::Frame& f) {
-    dispatch::legacy::dispatch(*dispatch::legacy::make_message(f), sum);
+    benchmarks::legacy::dispatch(*benchmarks::legacy::make_message(f), sum);
   });
   EXPECT_GE(n, 6000u);
 }
 
 TEST(Allocations, WriteQueueReusesItsChunksInSteadyState) {
-  volley::net::WriteQueue q;
+  volley::net::detail::WriteQueue q;
   const std::array<std::byte, 10> reply{};
   auto round = [&] {
     for (int i = 0; i < 5000; ++i) q.append(reply);  // 50 KB: fits one pooled chunk
@@ -103,10 +105,10 @@ TEST(Allocations, WriteQueueReusesItsChunksInSteadyState) {
 }
 
 TEST(Allocations, DecodingIntoAnExistingValueReusesItsStrings) {
-  const volley::serial::Request request{std::string(100, 'q'), 2.5, 1, 2, 3};
+  const volley::benchmarks::Request request{std::string(100, 'q'), 2.5, 1, 2, 3};
   std::vector<std::byte> bytes;
   volley::serial::encode_append(request, bytes);
-  volley::serial::Request out{};
+  volley::benchmarks::Request out{};
   std::error_code ec;
   ASSERT_TRUE(volley::serial::decode(bytes, out, ec));  // the first decode sizes the string
   const std::size_t before = g_allocations;

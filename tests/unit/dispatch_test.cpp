@@ -2,11 +2,12 @@
 
 #include <vector>
 
-#include <volley/dispatch/legacy_messages.hpp>
+#include "legacy_messages.hpp"
 #include <volley/dispatch/views.hpp>
 #include <volley/wire/gnb_decoder.hpp>
 
 using namespace volley::dispatch;
+namespace legacy = volley::benchmarks::legacy;
 using namespace volley::wire::gnb;
 
 namespace {

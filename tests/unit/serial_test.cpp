@@ -6,11 +6,12 @@
 
 #include <volley/serial/binary.hpp>
 #include <volley/rpc/server.hpp>
-#include <volley/serial/messages.hpp>
+#include "benchmark_messages.hpp"
 
 #include "bytes.hpp"
 
 using namespace volley::serial;
+using namespace volley::benchmarks;
 using volley::test::hex;
 
 namespace shapes {

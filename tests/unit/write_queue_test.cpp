@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include <volley/net/write_queue.hpp>
+#include <volley/net/detail/write_queue.hpp>
 
-using volley::net::WriteQueue;
+using volley::net::detail::WriteQueue;
 
 namespace {
 std::span<const std::byte> as_bytes(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }

@@ -19,6 +19,7 @@
 #include "arq_messages.hpp"
 #include "commands.hpp"
 #include "json_output.hpp"
+#include "listening.hpp"
 
 namespace volley::tools {
 
@@ -126,7 +127,6 @@ int run_recv(const ArqOptions& o) {
     fmt::print(stderr, "volley arq-recv: cannot listen on {}: {}\n", o.address, e.what());
     return 1;
   }
-  if (!o.ready_file.empty()) std::ofstream(o.ready_file) << "ready\n";
   signals.async_wait([&](const boost::system::error_code& ec, int) {
     if (ec) return;
     error = "interrupted";
@@ -135,6 +135,10 @@ int run_recv(const ArqOptions& o) {
     boost::system::error_code ignored;
     tcp.close(ignored);
   });
+  // Announced once the signal wait is in place, as every server program does.
+  if (acceptor) announce_listening("tcp", acceptor->local_endpoint().address().to_string(), acceptor->local_endpoint().port(), o.port_file);
+  else announce_listening("udp", channel->local_endpoint().address().to_string(), channel->local_endpoint().port(), o.port_file);
+  if (!o.ready_file.empty()) std::ofstream(o.ready_file) << "ready\n";
   loop.run();
 
   if (!o.csv.empty()) write_csv(o.csv, records);
@@ -289,6 +293,8 @@ Runner add_arq_commands(CLI::App& app) {
   recv->add_option("--listen", o->address, "ADDRESS:PORT to receive on")->required();
   recv->add_option("--csv", o->csv, "Write seq,input_ns,delivered_ns,delay_ms per message");
   recv->add_option("--ready-file", o->ready_file, "Write this file once listening");
+  recv->add_option("--port-file", o->port_file,
+                   "Once listening, write the port to this file (atomically: whole or not at all)");
   add_common(*recv, *o);
   return [o, send]() { return send->parsed() ? run_send(*o) : run_recv(*o); };
 }

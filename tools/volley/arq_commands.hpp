@@ -23,6 +23,7 @@ struct ArqOptions {
   std::uint32_t fast_retransmit_after = 3;  // selective acks past a hole before it is resent
   std::string csv;
   std::string ready_file;
+  std::string port_file;
   bool json = false;
 };
 

@@ -1,8 +1,7 @@
-// `volley echo-server`: the seed's echo server (a raw byte stream, every byte
-// sent back) over TCP, TLS or UDP, one loop per worker thread.
+// `volley echo-server`: the echo server of the echo benchmarks (a raw byte
+// stream, every byte sent back) over TCP, TLS or UDP, one loop per worker thread.
 #include <sys/resource.h>
 
-#include <csignal>
 #include <deque>
 #include <memory>
 #include <unordered_map>
@@ -11,7 +10,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
@@ -20,14 +18,14 @@
 #include <spdlog/spdlog.h>
 
 #include <volley/metrics/counter.hpp>
-#include <volley/net/loop_pool.hpp>
-#include <volley/net/tcp_server.hpp>
+#include <volley/net/server.hpp>
 #include <volley/net/tls.hpp>
 #include <volley/net/udp_batch.hpp>
 
 #include "commands.hpp"
 #include "echo_common.hpp"
 #include "json_output.hpp"
+#include "listening.hpp"
 #include "progress_timer.hpp"
 
 namespace volley::tools {
@@ -39,8 +37,7 @@ using metrics::SingleWriterCounter;
 
 struct EchoServerOptions {
   EchoProto proto = EchoProto::tcp;
-  std::string bind = "127.0.0.1";
-  std::uint16_t port = 1111;
+  ListenFlags listen{.bind = "127.0.0.1", .port = 1111, .port_file = {}};
   std::size_t threads = 1;
   bool busy_poll = false;
   bool json = false;
@@ -264,18 +261,16 @@ class UdpEchoWorker {
 
 int run_echo_server(const EchoServerOptions& o) {
   raise_file_limit();
-  asio::io_context accept_loop(1);
-  net::LoopPool workers(o.threads, o.busy_poll);
+  net::Server server({.bind = o.listen.bind, .port = o.listen.port, .threads = o.threads, .busy_poll = o.busy_poll});
+  auto& workers = server.workers();
   std::vector<WorkerCounters> counters(workers.size());
-  const auto address = asio::ip::make_address(o.bind);
 
-  std::unique_ptr<net::TcpServer> tcp;
   std::unique_ptr<ssl::context> tls_context;
   std::vector<TlsEchoConnection::Registry> tls_live(workers.size());
   std::vector<std::unique_ptr<UdpEchoWorker>> udp;
   std::uint16_t port = 0;
   if (o.proto == EchoProto::udp) {
-    asio::ip::udp::endpoint endpoint(address, o.port);
+    asio::ip::udp::endpoint endpoint(asio::ip::make_address(o.listen.bind), o.listen.port);
     for (std::size_t w = 0; w < workers.size(); ++w) {
       udp.push_back(std::make_unique<UdpEchoWorker>(workers.loop(w), endpoint, counters[w]));
       endpoint = udp.front()->local_endpoint();  // port 0: the others join the first one's port
@@ -284,24 +279,16 @@ int run_echo_server(const EchoServerOptions& o) {
   } else if (o.proto == EchoProto::tls) {
     if (o.cert.empty() || o.key.empty()) throw std::runtime_error("--proto tls needs --cert and --key (scripts/make-test-certs.sh makes a throw-away pair)");
     tls_context = std::make_unique<ssl::context>(net::make_tls_server_context(o.cert, o.key));
-    tcp = std::make_unique<net::TcpServer>(accept_loop, workers, asio::ip::tcp::endpoint(address, o.port),
-                                           [&](std::size_t w, asio::ip::tcp::socket s) {
-                                             std::make_shared<TlsEchoConnection>(std::move(s), *tls_context,
-                                                                                 counters[w], tls_live[w])
-                                                 ->start();
-                                           });
-    port = tcp->local_endpoint().port();
+    server.listen([&](std::size_t w, asio::ip::tcp::socket s) {
+      std::make_shared<TlsEchoConnection>(std::move(s), *tls_context, counters[w], tls_live[w])->start();
+    });
+    port = server.port();
   } else {
-    tcp = std::make_unique<net::TcpServer>(accept_loop, workers, asio::ip::tcp::endpoint(address, o.port),
-                                           [&](std::size_t w) -> std::unique_ptr<net::StreamHandler> {
-                                             return std::make_unique<TcpEchoHandler>(counters[w]);
-                                           });
-    port = tcp->local_endpoint().port();
+    server.listen([&](std::size_t w) -> std::unique_ptr<net::StreamHandler> {
+      return std::make_unique<TcpEchoHandler>(counters[w]);
+    });
+    port = server.port();
   }
-  fmt::print("listening {} {}:{}\n", to_string(o.proto), o.bind, port);
-  std::fflush(stdout);
-  spdlog::info("volley echo-server: {} on {}:{}, {} worker threads{}", to_string(o.proto), o.bind, port, workers.size(),
-               o.busy_poll ? ", busy-poll" : "");
 
   const auto sum = [&] {
     EchoServerTotals t;
@@ -316,21 +303,24 @@ int run_echo_server(const EchoServerOptions& o) {
   };
   const auto start = Clock::now();
   EchoServerTotals last{};
-  ProgressTimer progress(accept_loop, [&] {
+  ProgressTimer progress(server.control_loop(), [&] {
     const EchoServerTotals now = sum();
     if (now.bytes != last.bytes)
       fmt::print(stderr, "[echo-server {:6.1f}s] {:>9.1f} MB/s echoed | {} connections, {} errors\n",
                  seconds_since(start), static_cast<double>(now.bytes - last.bytes) / 1e6, now.connections, now.errors);
     last = now;
   });
-  if (o.progress) progress.start();
-
-  asio::signal_set signals(accept_loop, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
-    if (ec) return;
-    spdlog::info("signal {}: stopping", signo);
+  for (auto& u : udp) u->start();
+  server.on_ready([&] {
+    announce_listening(to_string(o.proto), o.listen.bind, port, o.listen.port_file);
+    spdlog::info("volley echo-server: {} on {}:{}, {} worker threads{}", to_string(o.proto), o.listen.bind, port,
+                 workers.size(), o.busy_poll ? ", busy-poll" : "");
+    if (o.progress) progress.start();
+  });
+  // The UDP sockets and TLS connections are the echo server's own; the Server
+  // closes the plain TCP connections itself.
+  server.on_stop([&] {
     progress.stop();
-    if (tcp) tcp->shutdown();
     for (std::size_t w = 0; w < workers.size(); ++w) {
       asio::post(workers.loop(w), [&, w] {
         if (!udp.empty()) udp[w]->stop();
@@ -340,13 +330,8 @@ int run_echo_server(const EchoServerOptions& o) {
         for (auto& c : live) c->close();
       });
     }
-    workers.release();
   });
-  if (tcp) tcp->start();
-  for (auto& u : udp) u->start();
-  workers.start();
-  accept_loop.run();
-  workers.join();
+  server.run();
 
   const EchoServerTotals t = sum();
   boost::json::object report{{"tool", "volley echo-server"},        {"proto", to_string(o.proto)},
@@ -365,11 +350,10 @@ int run_echo_server(const EchoServerOptions& o) {
 }  // namespace
 
 Runner add_echo_server_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("echo-server", "Echo server (raw byte stream) over TCP, TLS or UDP, as the seed's");
+  auto* cmd = app.add_subcommand("echo-server", "Echo server (raw byte stream, every byte sent back) over TCP, TLS or UDP");
   auto o = std::make_shared<EchoServerOptions>();
   add_proto_option(*cmd, o->proto);
-  cmd->add_option("-p,--port", o->port, "Port (0: any free port; printed on stdout)")->capture_default_str();
-  cmd->add_option("-b,--bind", o->bind, "Address to listen on")->capture_default_str();
+  add_listen_flags(*cmd, o->listen);
   cmd->add_option("-t,--threads", o->threads, "Worker loops (threads)")->check(CLI::Range(1, 256))->capture_default_str();
   cmd->add_flag("--busy-poll", o->busy_poll, "Worker loops spin instead of sleeping in the kernel (a CPU each)");
   cmd->add_option("--cert", o->cert, "TLS: certificate chain (PEM)")->check(CLI::ExistingFile);

@@ -19,6 +19,7 @@
 #include "commands.hpp"
 #include "endpoint.hpp"
 #include "json_output.hpp"
+#include "listening.hpp"
 
 namespace volley::tools {
 namespace {
@@ -36,6 +37,7 @@ struct NetemOptions {
   bool json = false;
   bool progress = true;
   std::string ready_file;
+  std::string port_file;
 };
 
 boost::json::object to_json(const LinkCounters& c) {
@@ -98,6 +100,10 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
   };
   wait_toggle();
   relay.start();
+  // UDP mode announces itself as every server program does; signals are handled by now.
+  if (extra.contains("port"))
+    announce_listening("udp", boost::json::value_to<std::string>(extra.at("address")),
+                       static_cast<std::uint16_t>(boost::json::value_to<std::uint64_t>(extra.at("port"))), o.port_file);
   if (!o.ready_file.empty()) {
     // UDP mode writes the port it listens on (useful with --listen ADDRESS:0).
     const std::string tmp = o.ready_file + ".tmp";
@@ -170,6 +176,7 @@ int run_udp(const NetemOptions& o) {
   return serve(loop, *relay, o, up, down,
                {{"mode", "udp"},
                 {"listen", fmt::format("{}:{}", local.address().to_string(), local.port())},
+                {"address", local.address().to_string()},
                 {"port", local.port()},
                 {"forward", o.forward}});
 }
@@ -215,6 +222,8 @@ Runner add_netem_command(CLI::App& app) {
   cmd->add_option("--listen", o->listen, "Address:port clients send to")->capture_default_str();
   cmd->add_option("--forward", o->forward, "Address:port the datagrams are relayed to");
   add_common(*cmd, *o);
+  cmd->add_option("--port-file", o->port_file,
+                  "Once relaying, write the port listened on to this file (atomically: whole or not at all)");
   auto* tun = cmd->add_subcommand("tun", "Relay IP packets between two TUN devices (see scripts/netem-tun.sh); needs root");
   tun->add_option("--dev-a", o->dev_a, "TUN device of side a (its packets go up)")->capture_default_str();
   tun->add_option("--dev-b", o->dev_b, "TUN device of side b (its packets come down)")->capture_default_str();

@@ -1,23 +1,21 @@
 // `volley pingpong-server`: answers every message with the same payload, over
 // sessions with heartbeats, backpressure and the protocol-error policy.
-#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/json.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <volley/metrics/counter.hpp>
-#include <volley/net/loop_pool.hpp>
+#include <volley/net/server.hpp>
 #include <volley/net/session.hpp>
-#include <volley/net/tcp_server.hpp>
 
 #include "commands.hpp"
 #include "json_output.hpp"
+#include "listening.hpp"
 #include "progress_timer.hpp"
 #include "session_options.hpp"
 
@@ -27,8 +25,7 @@ namespace {
 namespace asio = boost::asio;
 
 struct ServerOptions {
-  std::string bind = "127.0.0.1";
-  std::uint16_t port = 7777;
+  ListenFlags listen{.bind = "127.0.0.1", .port = 7777, .port_file = {}};
   std::size_t threads = 1;
   bool busy_poll = false;
   bool json = false;
@@ -96,27 +93,18 @@ class EchoEvents final : public net::SessionEvents {
 };
 
 int run_server(const ServerOptions& o) {
-  asio::io_context accept_loop(1);
-  net::LoopPool workers(o.threads, o.busy_poll);
-  std::vector<WorkerTotals> totals(workers.size());
+  net::Server server({.bind = o.listen.bind, .port = o.listen.port, .threads = o.threads, .busy_poll = o.busy_poll});
+  std::vector<WorkerTotals> totals(server.threads());
   const net::SessionOptions session_options = o.session.options();
   const SessionFlags flags = o.session;
-  net::TcpServer server(accept_loop, workers, {asio::ip::make_address(o.bind), o.port},
-                        [&](std::size_t worker) -> std::unique_ptr<net::StreamHandler> {
-                          return std::make_unique<net::Session>(flags.make_codec(), session_options,
-                                                                std::make_unique<EchoEvents>(totals[worker]));
-                        });
-  const auto local = server.local_endpoint();
-  // The port line goes to stdout first, so a script starting us on port 0 learns it.
-  fmt::print("listening {}:{}\n", local.address().to_string(), local.port());
-  std::fflush(stdout);
-  spdlog::info("volley pingpong-server on {}:{} ({} framing, {} worker threads{}, heartbeat {} ms x {})",
-               local.address().to_string(), local.port(), flags.framing, workers.size(),
-               o.busy_poll ? ", busy-poll" : "", flags.heartbeat_ms, flags.heartbeat_misses);
+  server.listen([&](std::size_t worker) -> std::unique_ptr<net::StreamHandler> {
+    return std::make_unique<net::Session>(flags.make_codec(), session_options,
+                                          std::make_unique<EchoEvents>(totals[worker]));
+  });
 
   const auto start = Clock::now();
   std::uint64_t last_messages = 0;
-  ProgressTimer progress(accept_loop, [&] {
+  ProgressTimer progress(server.control_loop(), [&] {
     std::uint64_t messages = 0, open = 0;
     for (const auto& t : totals) {
       messages += t.live_messages.load();
@@ -127,20 +115,16 @@ int run_server(const ServerOptions& o) {
                  messages - last_messages, open);
     last_messages = messages;
   });
-  if (o.progress) progress.start();
-
-  asio::signal_set signals(accept_loop, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
-    if (ec) return;
-    spdlog::info("signal {}: closing sessions and stopping", signo);
-    progress.stop();
-    server.shutdown();
-    workers.release();
+  server.on_ready([&] {
+    const auto local = server.local_endpoint();
+    announce_listening("tcp", local.address().to_string(), local.port(), o.listen.port_file);
+    spdlog::info("volley pingpong-server on {}:{} ({} framing, {} worker threads{}, heartbeat {} ms x {})",
+                 local.address().to_string(), local.port(), flags.framing, server.threads(),
+                 o.busy_poll ? ", busy-poll" : "", flags.heartbeat_ms, flags.heartbeat_misses);
+    if (o.progress) progress.start();
   });
-  server.start();
-  workers.start();
-  accept_loop.run();
-  workers.join();
+  server.on_stop([&] { progress.stop(); });
+  server.run();
 
   WorkerTotals sum;
   for (const auto& t : totals) {
@@ -177,8 +161,7 @@ int run_server(const ServerOptions& o) {
 Runner add_pingpong_server_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("pingpong-server", "Answer every message with the same payload (checked or gNB framing)");
   auto o = std::make_shared<ServerOptions>();
-  cmd->add_option("-p,--port", o->port, "TCP port (0: any free port; the port is printed on stdout)")->capture_default_str();
-  cmd->add_option("-b,--bind", o->bind, "Address to listen on")->capture_default_str();
+  add_listen_flags(*cmd, o->listen);
   cmd->add_option("-t,--threads", o->threads, "Worker loops; connections are spread round-robin")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();

@@ -2,25 +2,22 @@
 // request-reply benchmark over Volley's RPC, with its report lines plus
 // round-trip percentiles.
 #include <atomic>
-#include <csignal>
-#include <fstream>
 #include <thread>
 
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json/array.hpp>
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
 
 #include <volley/metrics/histogram.hpp>
-#include <volley/net/loop_pool.hpp>
-#include <volley/net/tcp_server.hpp>
+#include <volley/net/server.hpp>
 #include <volley/rpc/client.hpp>
 #include <volley/rpc/server.hpp>
-#include <volley/serial/messages.hpp>
+#include "benchmark_messages.hpp"
 
 #include "commands.hpp"
 #include "json_output.hpp"
+#include "listening.hpp"
 
 namespace volley::tools {
 namespace {
@@ -37,42 +34,33 @@ struct RpcOptions {
   std::size_t in_flight = 1;
   double seconds = 5;
   bool json = false;
-  std::string port_file;
+  ListenFlags listen{.bind = "0.0.0.0", .port = 32102, .port_file = {}};  // rpc-server
 };
 
 int run_server(const RpcOptions& o) {
   std::atomic<std::uint64_t> served{0};
   rpc::RpcServer rpc;
-  rpc.handle<serial::Ping, serial::Pong>(kPing, kPong, [&](const serial::Ping& p) {
+  rpc.handle<benchmarks::Ping, benchmarks::Pong>(kPing, kPong, [&](const benchmarks::Ping& p) {
     served.fetch_add(1, std::memory_order_relaxed);
-    return serial::answer(p);
+    return benchmarks::answer(p);
   });
-  rpc.handle<serial::Request, serial::Reply>(kRequest, kReply, [&](const serial::Request& r) {
+  rpc.handle<benchmarks::Request, benchmarks::Reply>(kRequest, kReply, [&](const benchmarks::Request& r) {
     served.fetch_add(1, std::memory_order_relaxed);
-    return serial::answer(r);
+    return benchmarks::answer(r);
   });
-  asio::io_context accept(1);
-  net::LoopPool workers(o.threads);
-  std::unique_ptr<net::TcpServer> server;
+  net::Server server({.bind = o.listen.bind, .port = o.listen.port, .threads = o.threads});
   try {
-    server = std::make_unique<net::TcpServer>(accept, workers, asio::ip::tcp::endpoint(asio::ip::make_address("0.0.0.0"), o.port),
-                                              [&](std::size_t) { return rpc.make_stream_handler(); });
+    server.listen([&](std::size_t) { return rpc.make_stream_handler(); });
   } catch (const std::exception& e) {
-    fmt::print(stderr, "volley rpc-server: cannot listen on port {}: {}\n", o.port, e.what());
+    fmt::print(stderr, "volley rpc-server: cannot listen on {}:{}: {}\n", o.listen.bind, o.listen.port, e.what());
     return 1;
   }
-  if (!o.port_file.empty()) std::ofstream(o.port_file) << server->local_endpoint().port() << '\n';
-  spdlog::info("volley rpc-server on port {} ({} worker threads)", server->local_endpoint().port(), workers.size());
-  asio::signal_set signals(accept, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int) {
-    if (ec) return;
-    server->shutdown();
-    workers.release();
+  server.on_ready([&] {
+    announce_listening("tcp", server.local_endpoint().address().to_string(), server.port(), o.listen.port_file);
+    spdlog::info("volley rpc-server on {}:{} ({} worker threads)", server.local_endpoint().address().to_string(),
+                 server.port(), server.threads());
   });
-  server->start();
-  workers.start();
-  accept.run();
-  workers.join();
+  server.run();
   if (o.json) {
     fmt::print("{}\n", to_json_text(boost::json::object{{"tool", "volley rpc-server"}, {"calls", served.load()}}));
   } else {
@@ -137,7 +125,7 @@ Exchange run_exchange(const RpcOptions& o, const std::string& name, std::uint32_
                          const auto now = std::chrono::steady_clock::now();
                          if (e) {
                            x.error = e.message();
-                         } else if (!(reply == serial::answer(request))) {
+                         } else if (!(reply == benchmarks::answer(request))) {
                            x.error = "a reply did not match its request";
                          } else {
                            x.rtt_ns.record(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - sent).count()));
@@ -150,7 +138,7 @@ Exchange run_exchange(const RpcOptions& o, const std::string& name, std::uint32_
   for (std::size_t i = 0; i < o.in_flight; ++i) issue();
   loop.run();
   x.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  x.serialization_ns = serialization_ns(make(0), serial::answer(make(0)));
+  x.serialization_ns = serialization_ns(make(0), benchmarks::answer(make(0)));
   return x;
 }
 
@@ -190,13 +178,13 @@ int run_bench(const RpcOptions& o) {
   }
   std::vector<Exchange> results;
   if (o.mode != "request")
-    results.push_back(run_exchange<serial::Ping, serial::Pong>(o, "ping - pong", kPing, kPong, [](std::uint64_t i) {
-      return serial::Ping{static_cast<std::int64_t>(i)};
+    results.push_back(run_exchange<benchmarks::Ping, benchmarks::Pong>(o, "ping - pong", kPing, kPong, [](std::uint64_t i) {
+      return benchmarks::Ping{static_cast<std::int64_t>(i)};
     }));
   if (o.mode != "ping") {
     const std::string text(o.string_length, 's');
-    results.push_back(run_exchange<serial::Request, serial::Reply>(o, "request - reply", kRequest, kReply, [&](std::uint64_t i) {
-      return serial::Request{text, static_cast<double>(i) * 0.5, static_cast<std::int8_t>(i), static_cast<std::int16_t>(i),
+    results.push_back(run_exchange<benchmarks::Request, benchmarks::Reply>(o, "request - reply", kRequest, kReply, [&](std::uint64_t i) {
+      return benchmarks::Request{text, static_cast<double>(i) * 0.5, static_cast<std::int8_t>(i), static_cast<std::int16_t>(i),
                              static_cast<std::int32_t>(i)};
     }));
   }
@@ -220,16 +208,15 @@ int run_bench(const RpcOptions& o) {
 
 Runner add_rpc_commands(CLI::App& app) {
   auto o = std::make_shared<RpcOptions>();
-  auto* server = app.add_subcommand("rpc-server", "Answer the seed's Ping (id 1) with Pong (2) and Request (3) with Reply (4)");
-  server->add_option("-p,--port", o->port, "TCP port (0: any free port)")->capture_default_str();
+  auto* server = app.add_subcommand("rpc-server", "RPC server of the ping-pong and request-reply benchmarks: Ping (id 1) answered with Pong (2), Request (3) with Reply (4)");
+  add_listen_flags(*server, o->listen);
   server->add_option("-t,--threads", o->threads, "Worker loops")->capture_default_str()->check(CLI::Range(1, 256));
-  server->add_option("--port-file", o->port_file, "Write the port listened on to this file once ready");
   server->add_flag("--json", o->json, "Print the final report as JSON");
   auto* bench = app.add_subcommand("rpc-bench", "Ping-pong and request-reply round trips against volley rpc-server");
   bench->add_option("-a,--host", o->host, "Server address")->capture_default_str();
   bench->add_option("-p,--port", o->port, "Server port")->capture_default_str();
   bench->add_option("--mode", o->mode, "ping, request or both")->capture_default_str();
-  bench->add_option("--string-length", o->string_length, "Characters of the Request's string (the seed compared 22, 23 and 100000)")
+  bench->add_option("--string-length", o->string_length, "Characters of the Request's string (22 and 23 straddle the small-string optimisation; try 100000 too)")
       ->capture_default_str();
   bench->add_option("--in-flight", o->in_flight, "Calls in flight at once on the connection")
       ->capture_default_str()

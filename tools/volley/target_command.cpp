@@ -1,21 +1,17 @@
 // `volley target`: the server the traffic generator shoots at.
 #include <sys/resource.h>
 
-#include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <thread>
 
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
 
-#include <volley/net/loop_pool.hpp>
-#include <volley/net/tcp_server.hpp>
+#include <volley/net/server.hpp>
 
 #include "commands.hpp"
 #include "json_output.hpp"
+#include "listening.hpp"
 #include "progress_timer.hpp"
 #include "target_handler.hpp"
 
@@ -25,14 +21,12 @@ namespace {
 namespace asio = boost::asio;
 
 struct TargetOptions {
-  std::string bind = "0.0.0.0";
-  std::uint16_t port = 32101;
+  ListenFlags listen{.bind = "0.0.0.0", .port = 32101, .port_file = {}};
   std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
   HandlerKind handler = HandlerKind::variant;
   ReplyMode reply = ReplyMode::none;
   bool json = false;
   bool progress = true;
-  std::string port_file;
 };
 
 const char* to_string(HandlerKind k) {
@@ -85,32 +79,18 @@ void print_text_report(const TargetOptions& o, const TargetTotals& t, double sec
 }
 
 int run_target(const TargetOptions& o) {
-  asio::io_context accept_loop(1);
-  net::LoopPool workers(o.threads);
-  std::vector<TargetStats> stats(workers.size());
-
-  std::unique_ptr<net::TcpServer> server;
+  net::Server server({.bind = o.listen.bind, .port = o.listen.port, .threads = o.threads});
+  std::vector<TargetStats> stats(server.threads());
   try {
-    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(o.bind), o.port);
-    server = std::make_unique<net::TcpServer>(accept_loop, workers, endpoint,
-                                              [&](std::size_t w) { return make_handler(o, stats[w]); });
+    server.listen([&](std::size_t w) { return make_handler(o, stats[w]); });
   } catch (const std::exception& e) {
-    fmt::print(stderr, "volley target: cannot listen on {}:{}: {}\n", o.bind, o.port, e.what());
+    fmt::print(stderr, "volley target: cannot listen on {}:{}: {}\n", o.listen.bind, o.listen.port, e.what());
     return 1;
   }
-  const auto local = server->local_endpoint();
-  if (!o.port_file.empty()) {
-    // Written whole under a temporary name, then renamed, so a watcher never reads half of it.
-    const std::string tmp = o.port_file + ".tmp";
-    std::ofstream(tmp) << local.port() << '\n';
-    std::rename(tmp.c_str(), o.port_file.c_str());
-  }
-  spdlog::info("volley target listening on {}:{} ({} worker threads, handler {}, reply {})",
-               local.address().to_string(), local.port(), workers.size(), to_string(o.handler), to_string(o.reply));
 
   const auto start = Clock::now();
   TargetTotals last{};
-  ProgressTimer progress(accept_loop, [&] {
+  ProgressTimer progress(server.control_loop(), [&] {
     const TargetTotals now = sum(stats);
     const std::uint64_t frames = now.frames() - last.frames();
     const std::uint64_t bytes = now.bytes() - last.bytes();
@@ -120,21 +100,15 @@ int run_target(const TargetOptions& o) {
                frames, static_cast<double>(bytes) / 1e6, now.frames(), now.rejected());
     last = now;
   });
-  if (o.progress) progress.start();
-
-  asio::signal_set signals(accept_loop, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
-    if (ec) return;
-    spdlog::info("signal {}: closing connections and stopping", signo);
-    progress.stop();
-    server->shutdown();
-    workers.release();
+  server.on_ready([&] {
+    const auto local = server.local_endpoint();
+    announce_listening("tcp", local.address().to_string(), local.port(), o.listen.port_file);
+    spdlog::info("volley target listening on {}:{} ({} worker threads, handler {}, reply {})",
+                 local.address().to_string(), local.port(), server.threads(), to_string(o.handler), to_string(o.reply));
+    if (o.progress) progress.start();
   });
-
-  server->start();
-  workers.start();
-  accept_loop.run();
-  workers.join();
+  server.on_stop([&] { progress.stop(); });
+  server.run();
 
   const TargetTotals totals = sum(stats);
   const double seconds = seconds_since(start);
@@ -144,7 +118,7 @@ int run_target(const TargetOptions& o) {
     report["tool"] = "volley target";
     report["handler"] = to_string(o.handler);
     report["reply"] = to_string(o.reply);
-    report["threads"] = workers.size();
+    report["threads"] = server.threads();
     report["uptime_s"] = seconds;
     report["cpu_s"] = cpu_seconds;
     report["cpu_ns_per_frame"] = cpu_ns_per_frame(cpu_seconds, totals);
@@ -160,8 +134,7 @@ int run_target(const TargetOptions& o) {
 Runner add_target_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("target", "Receive gNB messages on TCP, count them per type, optionally reply");
   auto o = std::make_shared<TargetOptions>();
-  cmd->add_option("-p,--port", o->port, "TCP port to listen on (0: any free port)")->capture_default_str();
-  cmd->add_option("-b,--bind", o->bind, "Address to listen on")->capture_default_str();
+  add_listen_flags(*cmd, o->listen);
   cmd->add_option("-t,--threads", o->threads, "Worker loops (threads); connections are spread round-robin")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
@@ -179,7 +152,6 @@ Runner add_target_command(CLI::App& app) {
       ->transform(CLI::CheckedTransformer(replies, CLI::ignore_case));
   cmd->add_flag("--json", o->json, "Print the final report as JSON on stdout");
   cmd->add_flag("!--no-progress", o->progress, "Do not print a progress line each second on stderr");
-  cmd->add_option("--port-file", o->port_file, "Write the port listened on to this file once ready");
   return [o] { return run_target(*o); };
 }
 

@@ -6,7 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include <volley/dispatch/legacy_messages.hpp>
+#include "legacy_messages.hpp"
 #include <volley/dispatch/views.hpp>
 #include <volley/net/gnb_session.hpp>
 #include <volley/wire/crc32c.hpp>
@@ -59,8 +59,8 @@ class TargetConsumer {
     if constexpr (Kind == HandlerKind::variant) {
       dispatch::dispatch(frame, TargetLogic(reply_, stats_, c));
     } else if constexpr (Kind == HandlerKind::virtual_dispatch) {
-      const auto message = dispatch::legacy::make_message(frame);
-      dispatch::legacy::dispatch(*message, TargetLogic(reply_, stats_, c));
+      const auto message = benchmarks::legacy::make_message(frame);
+      benchmarks::legacy::dispatch(*message, TargetLogic(reply_, stats_, c));
     } else {
       if (frame.wire_size() == 0) spdlog::error("empty frame");  // the dummy's whole check
     }

@@ -1,10 +1,10 @@
-#include <volley/net/write_queue.hpp>
+#include <volley/net/detail/write_queue.hpp>
 
 #include <cassert>
 #include <cstring>
 #include <utility>
 
-namespace volley::net {
+namespace volley::net::detail {
 
 WriteQueue::Chunk WriteQueue::take_chunk(std::size_t at_least) {
   if (at_least <= kChunkSize && !pool_.empty()) {
@@ -81,4 +81,4 @@ void WriteQueue::clear() {
   recycle(flight_);
 }
 
-}  // namespace volley::net
+}  // namespace volley::net::detail

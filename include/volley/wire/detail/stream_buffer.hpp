@@ -8,7 +8,7 @@
 #include <memory>
 #include <span>
 
-namespace volley::wire {
+namespace volley::wire::detail {
 
 class StreamBuffer {
  public:
@@ -47,4 +47,4 @@ class StreamBuffer {
   std::size_t end_ = 0;
 };
 
-}  // namespace volley::wire
+}  // namespace volley::wire::detail

@@ -14,7 +14,7 @@
 #include <span>
 #include <system_error>
 
-#include <volley/wire/stream_buffer.hpp>
+#include <volley/wire/detail/stream_buffer.hpp>
 
 namespace volley::wire::checked {
 
@@ -63,7 +63,7 @@ class FrameDecoder {
 
  private:
   std::size_t max_frame_;
-  StreamBuffer buffer_;
+  detail::StreamBuffer buffer_;
   std::size_t skipping_ = 0;  // bytes of an oversize frame still to discard
 };
 

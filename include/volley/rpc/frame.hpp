@@ -8,7 +8,7 @@
 #include <string>
 #include <system_error>
 
-#include <volley/wire/stream_buffer.hpp>
+#include <volley/wire/detail/stream_buffer.hpp>
 
 namespace volley::rpc {
 
@@ -53,7 +53,7 @@ class FrameDecoder {
 
  private:
   std::size_t max_body_;
-  wire::StreamBuffer buffer_;
+  wire::detail::StreamBuffer buffer_;
   bool failed_ = false;
 };
 

@@ -1,6 +1,6 @@
-#include <volley/dispatch/legacy_messages.hpp>
+#include "legacy_messages.hpp"
 
-namespace volley::dispatch::legacy {
+namespace volley::benchmarks::legacy {
 
 Message::~Message() = default;
 
@@ -16,4 +16,4 @@ std::unique_ptr<Message> make_message(const wire::gnb::Frame& frame) {
   return std::make_unique<DataMessage>(frame.body);
 }
 
-}  // namespace volley::dispatch::legacy
+}  // namespace volley::benchmarks::legacy

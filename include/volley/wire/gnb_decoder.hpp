@@ -15,7 +15,7 @@
 #include <system_error>
 
 #include <volley/wire/gnb.hpp>
-#include <volley/wire/stream_buffer.hpp>
+#include <volley/wire/detail/stream_buffer.hpp>
 
 namespace volley::wire::gnb {
 
@@ -54,7 +54,7 @@ class FrameDecoder {
   std::size_t buffered() const noexcept { return buffer_.size(); }
 
  private:
-  StreamBuffer buffer_;
+  detail::StreamBuffer buffer_;
   DecodeResult failure_{};
 };
 

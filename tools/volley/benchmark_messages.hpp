@@ -1,10 +1,10 @@
 #pragma once
-// The seed's benchmark vocabulary: Ping{t} is answered by Pong{-t, t, 'X'}, a
+// The ping-pong and request/reply benchmark vocabulary: Ping{t} is answered by Pong{-t, t, 'X'}, a
 // Request by a Reply carrying the same values in another order.
 #include <cstdint>
 #include <string>
 
-namespace volley::serial {
+namespace volley::benchmarks {
 
 struct Ping {
   std::int64_t t;
@@ -39,4 +39,4 @@ struct Reply {
 inline Pong answer(const Ping& p) { return {-p.t, p.t, 'X'}; }
 inline Reply answer(const Request& r) { return {r.large, r.medium, r.small, r.value, r.text}; }
 
-}  // namespace volley::serial
+}  // namespace volley::benchmarks

@@ -14,7 +14,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <volley/net/write_queue.hpp>
+#include <volley/net/detail/write_queue.hpp>
 
 namespace volley::net {
 
@@ -127,7 +127,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   boost::asio::steady_timer linger_timer_;
   std::unique_ptr<StreamHandler> handler_;
   boost::asio::ip::tcp::endpoint remote_;
-  WriteQueue queue_;
+  detail::WriteQueue queue_;
   std::vector<boost::asio::const_buffer> gather_;
   State state_ = State::open;
   int cork_depth_ = 0;

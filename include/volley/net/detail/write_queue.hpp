@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-namespace volley::net {
+namespace volley::net::detail {
 
 class WriteQueue {
  public:
@@ -57,4 +57,4 @@ class WriteQueue {
   Chunk large_spare_;
 };
 
-}  // namespace volley::net
+}  // namespace volley::net::detail

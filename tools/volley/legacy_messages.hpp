@@ -9,7 +9,9 @@
 #include <volley/dispatch/views.hpp>
 #include <volley/wire/gnb.hpp>
 
-namespace volley::dispatch::legacy {
+namespace volley::benchmarks::legacy {
+
+using namespace volley::dispatch;
 
 struct Message {
   explicit Message(std::span<const std::byte> b) : body(b.begin(), b.end()) {}
@@ -54,4 +56,4 @@ void dispatch(const Message& m, Handler&& handler) {
   }
 }
 
-}  // namespace volley::dispatch::legacy
+}  // namespace volley::benchmarks::legacy

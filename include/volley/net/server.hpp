@@ -1,0 +1,106 @@
+#pragma once
+/// @file
+/// A TCP server that owns everything a server program needs: the listening
+/// socket, the worker loops, SIGINT/SIGTERM handling and a graceful stop.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <volley/net/loop_pool.hpp>
+#include <volley/net/tcp_server.hpp>
+
+namespace volley::net {
+
+/// How a Server listens and runs.
+struct ServerOptions {
+  std::string bind = "0.0.0.0";  ///< address to listen on
+  std::uint16_t port = 0;        ///< 0: any free port (see Server::port())
+  std::size_t threads = 1;       ///< worker loops, one thread each; connections spread round-robin
+  bool busy_poll = false;        ///< worker loops spin instead of sleeping in the kernel (a CPU each)
+  bool handle_signals = true;    ///< SIGINT and SIGTERM stop the server gracefully
+};
+
+/// One listening TCP server with its own loops: a control loop (accepting,
+/// signals, the caller's timers) on the thread that calls run(), and
+/// `threads` worker loops on threads of their own. Each connection lives on
+/// one worker loop for its whole life, so its handler needs no locks.
+///
+/// @code
+///   volley::net::Server server({.port = 7000, .threads = 2});
+///   server.listen([](std::size_t) { return std::make_unique<Echo>(); });
+///   server.run();  // until SIGINT or SIGTERM; then every connection is closed gracefully
+/// @endcode
+///
+/// Readiness: signals are handled from construction on, so a program that
+/// announces its port from on_ready() (or after listen()) can be stopped by a
+/// signal the instant it says it is ready, and still shuts down cleanly.
+class Server {
+ public:
+  using HandlerFactory = TcpServer::HandlerFactory;
+  using SocketAdopter = TcpServer::SocketAdopter;
+
+  explicit Server(ServerOptions options = {});
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Binds and listens now (throws boost::system::system_error when the
+  /// address is taken or invalid); each accepted connection gets a
+  /// TcpConnection driving the handler `factory` makes on its worker loop.
+  void listen(HandlerFactory factory);
+  /// Binds and listens now; each accepted socket is handed to `adopter` on its
+  /// worker loop (for transports that wrap the socket, such as TLS). The
+  /// adopter owns what it builds; close it from an on_stop() step.
+  void listen(SocketAdopter adopter);
+
+  /// Called once on the control loop when the server is ready: listening,
+  /// signals handled, worker loops running. The place to announce the port.
+  void on_ready(std::function<void()> step);
+  /// Called on the control loop when the server stops, before connections
+  /// are closed: stop timers, close sockets the server does not know about.
+  void on_stop(std::function<void()> step);
+
+  /// Runs the server on this thread until stop() or a signal; returns once
+  /// every connection has closed and every worker loop has finished.
+  void run();
+  /// Stops accepting and closes every connection gracefully. Thread-safe,
+  /// idempotent, and safe before run() (run() then returns at once).
+  void stop();
+
+  /// The loop run() runs on this thread: post timers and progress reports here.
+  boost::asio::io_context& control_loop() noexcept { return control_; }
+  /// The worker loops (for sockets of the caller's own, such as UDP).
+  LoopPool& workers() noexcept { return workers_; }
+  std::size_t threads() const noexcept { return workers_.size(); }
+  /// The address and port listened on (after listen()).
+  boost::asio::ip::tcp::endpoint local_endpoint() const;
+  std::uint16_t port() const { return local_endpoint().port(); }
+  /// The signal that stopped the server, 0 if none did.
+  int stop_signal() const noexcept { return stop_signal_; }
+
+ private:
+  boost::asio::ip::tcp::endpoint endpoint() const;
+  void begin_stop();
+
+  // Destroyed bottom-up: the worker loops (and any connection still on them)
+  // before the TcpServer their close observers report to, and the control
+  // loop last, since the acceptor and the signal set are registered with it.
+  ServerOptions options_;
+  boost::asio::io_context control_{1};
+  boost::asio::signal_set signals_;
+  std::unique_ptr<TcpServer> tcp_;
+  LoopPool workers_;
+  std::vector<std::function<void()>> ready_steps_;
+  std::vector<std::function<void()>> stop_steps_;
+  bool stopping_ = false;  // touched on the control loop only
+  int stop_signal_ = 0;
+};
+
+}  // namespace volley::net

@@ -1,0 +1,86 @@
+#include <volley/net/server.hpp>
+
+#include <csignal>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+namespace volley::net {
+
+namespace asio = boost::asio;
+
+Server::Server(ServerOptions options)
+    : options_(std::move(options)), signals_(control_), workers_(options_.threads, options_.busy_poll) {
+  // Installed here, before anything can announce readiness: a signal that
+  // arrives from now on is queued for the wait run() sets up, never fatal.
+  if (options_.handle_signals) {
+    signals_.add(SIGINT);
+    signals_.add(SIGTERM);
+  }
+}
+
+Server::~Server() {
+  workers_.stop();
+  workers_.join();
+}
+
+asio::ip::tcp::endpoint Server::endpoint() const {
+  return {asio::ip::make_address(options_.bind), options_.port};
+}
+
+void Server::listen(HandlerFactory factory) {
+  tcp_ = std::make_unique<TcpServer>(control_, workers_, endpoint(), std::move(factory));
+}
+
+void Server::listen(SocketAdopter adopter) {
+  tcp_ = std::make_unique<TcpServer>(control_, workers_, endpoint(), std::move(adopter));
+}
+
+asio::ip::tcp::endpoint Server::local_endpoint() const {
+  return tcp_ ? tcp_->local_endpoint() : asio::ip::tcp::endpoint{};
+}
+
+void Server::on_ready(std::function<void()> step) { ready_steps_.push_back(std::move(step)); }
+void Server::on_stop(std::function<void()> step) { stop_steps_.push_back(std::move(step)); }
+
+void Server::run() {
+  if (options_.handle_signals) {
+    signals_.async_wait([this](const boost::system::error_code& ec, int signo) {
+      if (ec) return;
+      spdlog::info("signal {}: closing connections and stopping", signo);
+      stop_signal_ = signo;
+      begin_stop();
+    });
+  }
+  if (tcp_) tcp_->start();
+  workers_.start();
+  // A stop() before run() was posted and runs first, ahead of readiness.
+  asio::post(control_, [this] {
+    if (stopping_) return;
+    for (auto& step : ready_steps_) step();
+  });
+  control_.run();
+  workers_.join();
+}
+
+void Server::stop() {
+  asio::dispatch(control_, [this] { begin_stop(); });
+}
+
+void Server::begin_stop() {
+  if (stopping_) return;
+  stopping_ = true;
+  for (auto& step : stop_steps_) step();
+  boost::system::error_code ignored;
+  signals_.cancel(ignored);
+  // Closes each connection gracefully on its own loop; the worker loops then
+  // run out of work and return, and run() joins them.
+  if (tcp_) tcp_->shutdown();
+  workers_.release();
+  // The control loop's own work (the acceptor's cancelled wait, timers the
+  // caller forgot) must not keep run() waiting.
+  control_.stop();
+}
+
+}  // namespace volley::net

@@ -1,0 +1,32 @@
+#pragma once
+// The one way every server program says it is ready: a
+// "listening <proto> <address>:<port>" line on stdout and, when asked, the
+// port written to --port-file (whole, or not at all). Call it only once the
+// program's signal handling is in place (net::Server::on_ready is that point).
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace CLI {
+class App;
+}
+
+namespace volley::tools {
+
+// The flags every server program shares.
+struct ListenFlags {
+  std::string bind = "0.0.0.0";
+  std::uint16_t port = 0;
+  std::string port_file;
+};
+
+// Adds -b/--bind, -p/--port and --port-file to `cmd`, with `flags` holding the defaults.
+void add_listen_flags(CLI::App& cmd, ListenFlags& flags);
+
+// Prints the listening line (flushed) and writes the port file atomically
+// (a temporary file renamed into place). Throws std::runtime_error when the
+// port file cannot be written: a caller waiting for it would wait forever.
+void announce_listening(std::string_view proto, const std::string& address, std::uint16_t port,
+                        const std::string& port_file);
+
+}  // namespace volley::tools
