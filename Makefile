@@ -1,7 +1,8 @@
 # Volley: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: all deps build demo test bench clean
+.PHONY: all deps build demo test bench install package docs clean
 
 BUILD_DIR ?= build
+PREFIX ?= /usr/local
 
 all: build
 
@@ -20,6 +21,22 @@ test: deps
 
 bench: build
 	@bash bench/run-bench.sh $(BUILD_DIR)/bin
+
+# The libraries, public headers, CMake package and programs under $(PREFIX).
+install: build
+	@cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+# A Debian package of the same tree (build/volley_<version>_<arch>.deb).
+package: build
+	@cd $(BUILD_DIR) && cpack -G DEB
+	@ls $(BUILD_DIR)/volley_*.deb
+
+# The API reference of the public headers (build/docs/html/index.html); fails on any Doxygen warning.
+docs:
+	@command -v doxygen >/dev/null || bash scripts/install-deps.sh
+	@mkdir -p $(BUILD_DIR)/docs
+	@VOLLEY_DOCS_OUT=$(BUILD_DIR)/docs doxygen docs/Doxyfile
+	@echo "API reference: $(BUILD_DIR)/docs/html/index.html"
 
 clean:
 	rm -rf build build-asan build-fuzz

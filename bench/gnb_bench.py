@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """End-to-end benchmarks of the gNB target and generator (`make bench`).
 
-1. The seed's handler table: virtual, variant and dummy handlers, the 1200 and
+1. The gNB handler table: virtual, variant and dummy handlers, the 1200 and
    8000 byte scenarios, 5 samples each, drop min and max, average the other 3,
-   and the seed's formula 1 - (variant - dummy) / (virtual - dummy).
+   and the speed-up formula 1 - (variant - dummy) / (virtual - dummy).
 2. Volley against the raw baseline (blocking send/recv, no Volley code) on the
    1200 mix: bytes per second as a ratio measured in the same run.
 3. Scaling: 1 against 4 connections on 2 worker threads.
@@ -86,7 +86,7 @@ def run_raw(bindir, mix, seconds, connections, sink_cpus, sender_cpus, port):
 
 
 def seed_average(values):
-    """The seed's method: drop the min and the max, average the rest."""
+    """The classic method: drop the min and the max, average the rest."""
     v = sorted(values)
     inner = v[1:-1] if len(v) > 2 else v
     return sum(inner) / len(inner)
@@ -133,7 +133,7 @@ def main():
     print(f"# gNB benchmarks, {results['machine']['date']}, {results['machine']['cpu']}, "
           f"{results['machine']['cores']} cores; {args.seconds:g} s per run; {results['placement']}\n")
 
-    # 1. The seed's handler table.
+    # 1. The gNB handler table.
     handlers = ["virtual", "variant", "dummy"]
     table = {}
     for mix in ("1200", "8000"):

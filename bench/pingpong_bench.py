@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The seed's ping-pong groups (issue 4): `volley pingpong` against
+"""The checked-frame ping-pong groups: `volley pingpong` against
 `volley pingpong-server`, next to the raw blocking ping-pong
 (bench/raw/raw_pingpong) with the same frame sizes (payload + 5 bytes each
 way), in the same run, samples interleaved, for two placements. Prints

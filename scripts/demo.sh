@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: start `volley target`, shoot the seed's traffic mix at it for a few
+# The main job: start `volley target`, shoot the standard traffic mix at it for a few
 # seconds, stop the target cleanly, print both reports and check they agree.
 set -euo pipefail
 bin=${1:-build/bin}

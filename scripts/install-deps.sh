@@ -13,6 +13,8 @@ required=(
   clang libclang-rt-14-dev util-linux iproute2
   # the openssl command makes the throw-away TLS certificates of the TLS tests
   openssl
+  # `make docs` (the API reference) and the docs test
+  doxygen
 )
 
 missing=()

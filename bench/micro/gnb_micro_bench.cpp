@@ -1,5 +1,5 @@
 // Microbenchmarks of the per-message path, without sockets: decoding, the three
-// dispatch styles of the seed experiment, CRC-32C and histogram recording.
+// dispatch styles of the gNB handler benchmark, CRC-32C and histogram recording.
 #include <benchmark/benchmark.h>
 
 #include <array>
@@ -19,7 +19,7 @@ namespace legacy = volley::benchmarks::legacy;
 
 namespace {
 
-// The seed's mix (25% control 64 B, 25% ack 16 B, 50% data of `data_size`), interleaved.
+// The classic mix (25% control 64 B, 25% ack 16 B, 50% data of `data_size`), interleaved.
 std::vector<std::byte> mix_stream(std::size_t data_size, std::size_t messages) {
   std::vector<std::byte> s;
   const std::array<std::pair<std::uint16_t, std::size_t>, 4> cycle{

@@ -1,4 +1,4 @@
-// `traffic_generator`: the seed's command line (-m TYPE:SIZE:FRACTION ... -t SECONDS),
+// `traffic_generator`: the classic command line (-m TYPE:SIZE:FRACTION ... -t SECONDS),
 // the same code as `volley gen`.
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>

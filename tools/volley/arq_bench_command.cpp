@@ -1,9 +1,9 @@
-// `volley arq-bench`: the seed's delay benchmarks, end to end in real time.
+// `volley arq-bench`: the ARQ delay benchmarks over an impaired link, end to end in real time.
 // Each run is a sender channel -> volley netem relay (both directions impaired,
 // as tc-netem on the loopback device was) -> receiver channel, each on its own
 // thread, a message every interval; delay = delivery time - input time. Runs of
 // a scenario go concurrently. Writes per-message CSV and summary.json, prints the
-// seed's statistics, and draws PNG plots with bench/plot_arq.py.
+// per-message delay statistics (mean, median, stdev, min, max, p99), and draws PNG plots with bench/plot_arq.py.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -255,7 +255,7 @@ int run_bench(const ArqOptions& o, const std::vector<int>& scenarios, const std:
 }  // namespace
 
 Runner add_arq_bench_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("arq-bench", "The seed's ARQ delay benchmarks end to end over the netem relay, "
+  auto* cmd = app.add_subcommand("arq-bench", "ARQ delay benchmarks (four impaired-link scenarios) end to end over the netem relay, "
                                               "with per-message CSV, statistics and PNG plots");
   auto o = std::make_shared<ArqOptions>();
   auto scenarios = std::make_shared<std::vector<int>>(std::vector<int>{1, 2, 3, 4});

@@ -15,7 +15,7 @@ namespace volley::tools {
 struct ArqOptions {
   std::string address;
   std::string protocol = "sr";
-  std::uint32_t window = 100;  // the seed's
+  std::uint32_t window = 100;  // the classic benchmark's window
   std::uint64_t count = 1000;
   double interval_ms = 25;
   std::size_t size = 1000;

@@ -1,6 +1,6 @@
 #pragma once
 // What the ARQ tools send: [sequence u64][input time ns u64][filler], and the
-// per-message delay statistics the seed reported.
+// per-message delay statistics (mean, median, stdev, min, max, p99).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// `volley echo-client`: the seed's echo benchmark client (same flags, same
+// `volley echo-client`: the pipelined echo benchmark client (the classic flags,
 // report lines) over TCP, TLS or UDP, plus --rtt for true round trips.
 #include <thread>
 
@@ -168,7 +168,7 @@ int run_echo_client(const EchoClientOptions& o) {
                "Average Message Latency: {} ns\nMessage Throughput: {} msgs/s\n",
                errors, total_ns, t.bytes_received, t.messages, static_cast<std::uint64_t>(bytes_per_s), latency_ns,
                static_cast<std::uint64_t>(msgs_per_s));
-    fmt::print("(Average Message Latency is total time / messages: inverse throughput, as in the seed, not a round trip)\n");
+    fmt::print("(Average Message Latency is total time / messages: inverse throughput, not a round trip; --rtt measures round trips)\n");
     if (o.rtt) {
       const auto us = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e3; };
       fmt::print("\nRound trips: {} (one message in flight per client)\n"
@@ -184,7 +184,7 @@ int run_echo_client(const EchoClientOptions& o) {
 }  // namespace
 
 Runner add_echo_client_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("echo-client", "Echo benchmark client (the seed's flags and report) over TCP, TLS or UDP");
+  auto* cmd = app.add_subcommand("echo-client", "Pipelined echo benchmark client (clients x messages in flight, throughput and latency report) over TCP, TLS or UDP");
   auto o = std::make_shared<EchoClientOptions>();
   add_proto_option(*cmd, o->proto);
   cmd->add_option("-a,--address", o->address, "Server address (numeric)")->capture_default_str();

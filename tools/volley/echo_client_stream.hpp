@@ -1,5 +1,5 @@
 #pragma once
-// A TCP or TLS echo client connection, the seed's way: `in_flight` messages go
+// A TCP or TLS echo client connection of the pipelined echo benchmark: `in_flight` messages go
 // out at once, then one more for each message's worth of bytes that comes back,
 // until the deadline; then it waits for the rest of its echoes and closes.
 // With --rtt, in_flight is 1 and each round trip is timed.

@@ -1,5 +1,5 @@
 #pragma once
-// The C++11-style dispatch of the seed experiment, kept as a benchmark baseline:
+// The C++11-style dispatch of the gNB handler benchmark, kept as its baseline:
 // every frame is copied into a heap-allocated polymorphic message and its type is
 // recovered with dynamic_cast. Do not use it for anything else.
 #include <cstdint>

@@ -1,4 +1,4 @@
-// `volley pingpong`: the seed's three benchmark groups against a
+// `volley pingpong`: the checked-frame ping-pong benchmark's three groups against a
 // `volley pingpong-server`, measured per message.
 //   group 1: one client, one message at a time, per payload size: true round trips
 //   group 2: one client bursting N messages per size: each message's round trip and the burst's total
@@ -81,7 +81,7 @@ int run_pingpong(const PingPongOptions& o) {
     std::vector<PingStep> steps;
     if (o.group == 3) {
       if (o.warmup > 0) steps.push_back({2, o.warmup, o.warmup, true});
-      steps.push_back({2, o.messages, o.messages, false});  // "hi": the seed's two bytes
+      steps.push_back({2, o.messages, o.messages, false});  // "hi": two bytes
     } else {
       steps = single_client_steps(o);
     }
@@ -186,7 +186,7 @@ int run_pingpong(const PingPongOptions& o) {
 }  // namespace
 
 Runner add_pingpong_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("pingpong", "The seed's round-trip and QPS benchmark groups against volley pingpong-server");
+  auto* cmd = app.add_subcommand("pingpong", "Checked-frame ping-pong benchmark: round trips by payload size, bursts and QPS against volley pingpong-server");
   auto o = std::make_shared<PingPongOptions>();
   cmd->add_option("-a,--address", o->address, "Server address")->capture_default_str();
   cmd->add_option("-p,--port", o->port, "Server port")->capture_default_str();

@@ -1,4 +1,4 @@
-// `volley rpc-server` and `volley rpc-bench`: the seed's ping-pong and
+// `volley rpc-server` and `volley rpc-bench`: the ping-pong and
 // request-reply benchmark over Volley's RPC, with its report lines plus
 // round-trip percentiles.
 #include <atomic>
@@ -23,7 +23,7 @@ namespace volley::tools {
 namespace {
 
 namespace asio = boost::asio;
-constexpr std::uint32_t kPing = 1, kPong = 2, kRequest = 3, kReply = 4;  // the seed's ids
+constexpr std::uint32_t kPing = 1, kPong = 2, kRequest = 3, kReply = 4;  // the benchmark's message ids
 
 struct RpcOptions {
   std::string host = "127.0.0.1";
@@ -81,7 +81,7 @@ struct Exchange {
 // Serialization cost per operation, measured on this run's own messages in a
 // tight loop: timing each 5-30 ns operation with the clock would mostly measure
 // the clock. One round trip is two operations on the client (encode the
-// request, decode the reply), as the seed counted.
+// request, decode the reply).
 template <class Request, class Reply>
 double serialization_ns(const Request& request, const Reply& reply) {
   std::vector<std::byte> buffer(serial::encoded_size(request) + serial::encoded_size(reply) + 64);

@@ -1,6 +1,6 @@
 #pragma once
 // The per-connection logic of `volley target`: count every frame, and answer
-// control messages when asked to. The three handler kinds reproduce the seed's
+// control messages when asked to. The three handler kinds are the gNB handler benchmark's
 // experiment: they differ only in how a frame reaches the typed code.
 #include <string_view>
 

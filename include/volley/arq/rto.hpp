@@ -15,7 +15,7 @@ struct RtoConfig {
   Nanos min{std::chrono::milliseconds(20)};
   Nanos max{std::chrono::seconds(10)};
   Nanos granularity{std::chrono::milliseconds(1)};
-  Nanos fixed{0};  // non-zero: always this (the seed's fixed timeout, for comparison)
+  Nanos fixed{0};  // non-zero: always this (a fixed timeout, for comparison with RTO estimation)
 };
 
 class RtoEstimator {

@@ -41,8 +41,10 @@ inline boost::system::error_code make_error_code(ClientErrc e) noexcept { return
 
 }  // namespace volley::rpc
 
+/// @cond TRAITS (the error-code traits: no documentation of their own)
 template <>
 struct boost::system::is_error_code_enum<volley::rpc::ClientErrc> : std::true_type {};
+/// @endcond
 
 namespace volley::rpc {
 

@@ -20,5 +20,7 @@ inline std::error_code make_error_code(Errc e) noexcept { return {static_cast<in
 
 }  // namespace volley::serial
 
+/// @cond TRAITS (the error-code traits: no documentation of their own)
 template <>
 struct std::is_error_code_enum<volley::serial::Errc> : std::true_type {};
+/// @endcond

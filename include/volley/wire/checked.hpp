@@ -4,7 +4,7 @@
 //
 // The decoder never wedges: a bad checksum or an unknown type skips the frame
 // (its length is still believable); a total length under 5 skips the 5-byte
-// header (the seed's server hung there); a frame longer than the decoder holds
+// header (a naive reader hangs there); a frame longer than the decoder holds
 // is skipped as it streams in, never buffered. Each is reported as `rejected`
 // with the reason; whether the connection then goes on or closes is the
 // session's policy.

@@ -24,5 +24,7 @@ inline std::error_code make_error_code(Errc e) noexcept {
 
 }  // namespace volley::wire
 
+/// @cond TRAITS (the error-code traits: no documentation of their own)
 template <>
 struct std::is_error_code_enum<volley::wire::Errc> : std::true_type {};
+/// @endcond

@@ -1,0 +1,130 @@
+// The examples in examples/ run as a user would run them, and do what their
+// comments say.
+#include <csignal>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <volley/wire/byte_order.hpp>
+#include <volley/wire/gnb.hpp>
+
+#include "child_process.hpp"
+#include "listening_server.hpp"
+#include "raw_client.hpp"
+
+namespace volley::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runs an example that ends by itself; returns its exit code and stdout.
+std::pair<int, std::string> run_to_end(const TempDir& dir, std::vector<std::string> argv, const std::string& name) {
+  argv[0] = bin(argv[0]);
+  ChildProcess p(argv, dir.file(name));
+  const auto code = p.wait_for(60s);
+  EXPECT_TRUE(code.has_value()) << name << " did not finish";
+  return {code.value_or(-1), p.stdout_text() + p.stderr_text()};
+}
+
+// An example server: waits for its "listening tcp ADDRESS:PORT" line.
+class ExampleServer {
+ public:
+  ExampleServer(const TempDir& dir, const std::string& name) : process_({bin(name), "0"}, dir.file(name)) {
+    for (int i = 0; i < 2000 && port_ == 0; ++i) {
+      const std::string text = process_.stdout_text();
+      const auto eol = text.find('\n');
+      if (text.rfind("listening tcp ", 0) == 0 && eol != std::string::npos)
+        port_ = std::stoi(text.substr(text.rfind(':', eol) + 1));
+      else
+        std::this_thread::sleep_for(5ms);
+    }
+    if (port_ == 0) ADD_FAILURE() << name << " did not start: " << process_.stderr_text();
+  }
+  int port() const { return port_; }
+  // SIGINT (Ctrl-C), then its exit code and final output.
+  std::pair<int, std::string> stop() {
+    process_.send_signal(SIGINT);
+    const auto code = process_.wait_for(20s);
+    return {code.value_or(-1), process_.stdout_text()};
+  }
+
+ private:
+  ChildProcess process_;
+  int port_ = 0;
+};
+
+TEST(Examples, EchoServerSendsEveryByteBackAndStopsOnCtrlC) {
+  TempDir dir;
+  ExampleServer server(dir, "echo_server");
+  ASSERT_GT(server.port(), 0);
+  {
+    RawClient client(server.port());
+    std::vector<std::byte> message(100'000);
+    for (std::size_t i = 0; i < message.size(); ++i) message[i] = static_cast<std::byte>(i * 7);
+    client.send(message);
+    EXPECT_EQ(client.read(message.size()), message);
+  }
+  const auto [code, out] = server.stop();
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(out.find("stopped"), std::string::npos) << out;
+}
+
+TEST(Examples, GnbServiceAcksEachControlMessageByItsTransactionId) {
+  TempDir dir;
+  ExampleServer server(dir, "gnb_service");
+  ASSERT_GT(server.port(), 0);
+  {
+    RawClient client(server.port());
+    std::vector<std::byte> stream;
+    for (std::uint32_t id : {7u, 8u, 9u}) {
+      std::array<std::byte, 64> control{};
+      wire::store_u32_be(control.data(), id);
+      std::array<std::byte, wire::gnb::kHeaderSize + 64> frame{};
+      const auto n = wire::gnb::encode_frame(wire::gnb::MessageType::control, control, frame);
+      stream.insert(stream.end(), frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(n));
+      std::array<std::byte, wire::gnb::kHeaderSize + 1200> data{};
+      const auto m = wire::gnb::encode_frame(wire::gnb::MessageType::data, std::vector<std::byte>(1200), data);
+      stream.insert(stream.end(), data.begin(), data.begin() + static_cast<std::ptrdiff_t>(m));
+    }
+    client.send(stream);
+    for (std::uint32_t id : {7u, 8u, 9u}) {
+      const auto ack = client.read(wire::gnb::kAckFrameSize);
+      ASSERT_EQ(ack.size(), wire::gnb::kAckFrameSize);
+      const auto expected = wire::gnb::make_ack_frame({id});
+      EXPECT_TRUE(std::equal(ack.begin(), ack.end(), expected.begin())) << "ack for " << id;
+    }
+  }
+  const auto [code, out] = server.stop();
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(out.find("control 3 (acked), data 3, other 0, errors 0"), std::string::npos) << out;
+}
+
+TEST(Examples, ReconnectingClientGetsEveryQueuedMessageEchoedInOrder) {
+  TempDir dir;
+  RunningPingPongServer server(dir, {"--framing", "checked", "--no-progress"});
+  ASSERT_GT(server.port(), 0);
+  const auto [code, out] = run_to_end(dir, {"reconnecting_client", std::to_string(server.port()), "300"}, "client");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("echoed 300 of 300, in order"), std::string::npos) << out;
+  EXPECT_EQ(json_u64(server.stop(), "messages_in"), 300u);
+}
+
+TEST(Examples, RpcServiceAnswersItsOwnStructs) {
+  TempDir dir;
+  const auto [code, out] = run_to_end(dir, {"rpc_service"}, "rpc");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("VOLY x100 at 10004 ticks"), std::string::npos) << out;
+  EXPECT_NE(out.find("3 of 3 quotes answered"), std::string::npos) << out;
+}
+
+TEST(Examples, ArqTransferDeliversEverythingInOrder) {
+  TempDir dir;
+  const auto [code, out] = run_to_end(dir, {"arq_transfer"}, "arq");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("all acknowledged; delivered 1000 of 1000 in order"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace volley::test

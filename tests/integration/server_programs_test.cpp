@@ -1,0 +1,127 @@
+// Every server program follows one convention: --port 0 picks a free port, a
+// "listening <proto> <address>:<port>" line on stdout and --port-file say so,
+// and a signal that arrives the instant it says so stops it cleanly, with its
+// report, never by the signal's default action.
+#include <csignal>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "child_process.hpp"
+
+namespace volley::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct ServerProgram {
+  std::string name;
+  std::string proto;  // what the listening line says
+  std::vector<std::string> argv;  // after `volley`; --port-file is added
+};
+
+std::vector<ServerProgram> server_programs(const std::string& certs) {
+  return {
+      {"target", "tcp", {"target", "--bind", "127.0.0.1", "--port", "0", "--json", "--no-progress"}},
+      {"echo-server-tcp", "tcp", {"echo-server", "--proto", "tcp", "--port", "0", "--json", "--no-progress"}},
+      {"echo-server-udp", "udp", {"echo-server", "--proto", "udp", "--port", "0", "--json", "--no-progress"}},
+      {"echo-server-tls", "tls",
+       {"echo-server", "--proto", "tls", "--port", "0", "--json", "--no-progress", "--cert", certs + "/server.pem", "--key",
+        certs + "/server.key"}},
+      {"pingpong-server", "tcp", {"pingpong-server", "--port", "0", "--json", "--no-progress"}},
+      {"rpc-server", "tcp", {"rpc-server", "--bind", "127.0.0.1", "--port", "0", "--json"}},
+      {"netem", "udp", {"netem", "--listen", "127.0.0.1:0", "--forward", "127.0.0.1:9", "--json", "--no-progress"}},
+      {"arq-recv", "udp", {"arq-recv", "--listen", "127.0.0.1:0", "--json"}},
+  };
+}
+
+std::string make_certs(const TempDir& dir) {
+  ChildProcess p({std::string(VOLLEY_SOURCE_DIR) + "/scripts/make-test-certs.sh", dir.file("certs")}, dir.file("certs-log"));
+  EXPECT_EQ(p.wait_for(60s).value_or(-1), 0) << p.stderr_text();
+  return dir.file("certs");
+}
+
+// Starts the program and waits for its listening line, polling fast so the
+// caller can act within a fraction of a millisecond of the announcement.
+struct Started {
+  std::unique_ptr<ChildProcess> process;
+  std::smatch line;
+  std::string stdout_text;
+};
+
+Started start(const TempDir& dir, const ServerProgram& p, const std::string& tag) {
+  std::vector<std::string> argv{bin("volley")};
+  argv.insert(argv.end(), p.argv.begin(), p.argv.end());
+  argv.insert(argv.end(), {"--port-file", dir.file(tag + ".port")});
+  Started s;
+  s.process = std::make_unique<ChildProcess>(argv, dir.file(tag));
+  static const std::regex kLine("^listening ([a-z]+) ([0-9.]+):([0-9]+)\n");
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    s.stdout_text = s.process->stdout_text();
+    if (s.stdout_text.find('\n') != std::string::npos) break;
+    if (s.process->wait_for(0ms)) break;
+    std::this_thread::sleep_for(100us);
+  }
+  std::regex_search(s.stdout_text, s.line, kLine);
+  return s;
+}
+
+TEST(ServerPrograms, AnnounceTheirPortOnStdoutAndInThePortFile) {
+  TempDir dir;
+  for (const auto& p : server_programs(make_certs(dir))) {
+    SCOPED_TRACE(p.name);
+    Started s = start(dir, p, p.name);
+    ASSERT_FALSE(s.line.empty()) << "no listening line: " << s.stdout_text << s.process->stderr_text();
+    EXPECT_EQ(s.line[1].str(), p.proto);
+    const int port = std::stoi(s.line[3].str());
+    EXPECT_GT(port, 0);
+    // The port file is written before the line is printed, whole.
+    EXPECT_EQ(read_file(dir.file(p.name + ".port")), std::to_string(port) + "\n");
+    s.process->send_signal(SIGTERM);
+    const auto code = s.process->wait_for(20s);
+    ASSERT_TRUE(code.has_value()) << "did not stop after SIGTERM";
+    EXPECT_NE(*code, 128 + SIGTERM) << "killed by the signal instead of stopping: " << s.process->stderr_text();
+    EXPECT_NE(report_text(s.process->stdout_text()).find("\"tool\""), std::string::npos) << s.process->stdout_text();
+  }
+}
+
+// The race the convention closes: a supervisor (or a test) signals a server
+// the moment it announces itself. Before net::Server, the listening line came
+// before the signal handler and such a SIGTERM killed the process (exit 143).
+TEST(ServerPrograms, ASignalTheInstantTheyAnnounceThemselvesStopsThemCleanly) {
+  TempDir dir;
+  const auto programs = server_programs(make_certs(dir));
+  constexpr int kRounds = 40;
+  for (int round = 0; round < kRounds; ++round) {
+    for (const auto& p : programs) {
+      SCOPED_TRACE(p.name + " round " + std::to_string(round));
+      const int signo = round % 2 == 0 ? SIGTERM : SIGINT;
+      Started s = start(dir, p, p.name + "-" + std::to_string(round));
+      ASSERT_FALSE(s.line.empty()) << "no listening line: " << s.stdout_text << s.process->stderr_text();
+      s.process->send_signal(signo);
+      const auto code = s.process->wait_for(20s);
+      ASSERT_TRUE(code.has_value()) << "did not stop";
+      EXPECT_NE(*code, 128 + signo) << "killed by the signal: " << s.process->stderr_text();
+      EXPECT_NE(report_text(s.process->stdout_text()).find("\"tool\""), std::string::npos)
+          << "no report: " << s.process->stdout_text();
+    }
+  }
+}
+
+TEST(ServerPrograms, AnUnwritablePortFileIsAnErrorNotASilentWait) {
+  TempDir dir;
+  ChildProcess p({bin("volley"), "target", "--bind", "127.0.0.1", "--port", "0", "--no-progress", "--port-file",
+                  dir.file("no-such-folder/port")},
+                 dir.file("target"));
+  const auto code = p.wait_for(20s);
+  ASSERT_TRUE(code.has_value()) << "kept running without its port file";
+  EXPECT_NE(*code, 0);
+  EXPECT_NE(p.stderr_text().find("cannot write --port-file"), std::string::npos) << p.stderr_text();
+}
+
+}  // namespace
+}  // namespace volley::test

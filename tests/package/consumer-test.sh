@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# A user's project built against an installed Volley alone:
+#   consumer-test.sh install BUILD_DIR SOURCE_DIR   cmake --install into a scratch prefix
+#   consumer-test.sh deb     BUILD_DIR SOURCE_DIR   cpack's .deb, unpacked with dpkg -x
+# The project is a copy of examples/ outside the source tree plus one file that
+# includes every installed public header. It is configured with only the scratch
+# prefix to find Volley, its compile commands are checked for any path into the
+# source or build tree, and three examples are run.
+set -euo pipefail
+mode=$1 build=$(cd "$2" && pwd) source=$(cd "$3" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+case "$mode" in
+  install)
+    cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
+    prefix=$work/prefix ;;
+  deb)
+    (cd "$build" && cpack -G DEB -B "$work/deb" >"$work/cpack.log") || { cat "$work/cpack.log"; exit 1; }
+    deb=$(ls "$work"/deb/volley_*.deb)
+    echo "package: $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB)"
+    dpkg-deb --field "$deb" Package Version Depends
+    dpkg -x "$deb" "$work/root"
+    prefix=$work/root/usr ;;
+  *) echo "usage: $0 install|deb BUILD_DIR SOURCE_DIR" >&2; exit 2 ;;
+esac
+test -f "$prefix/lib/cmake/Volley/VolleyConfig.cmake" || test -n "$(ls "$prefix"/lib/*/cmake/Volley/VolleyConfig.cmake 2>/dev/null)"
+test -x "$prefix/bin/volley"
+if [[ -e "$prefix/include/volley/net/udp_batch.hpp" ]]; then echo "a private header was installed" >&2; exit 1; fi
+
+# The consumer: the examples, and every public header compiled on its own include path.
+mkdir -p "$work/consumer"
+cp "$source"/examples/*.cpp "$source"/examples/CMakeLists.txt "$work/consumer/"
+(cd "$prefix/include" && find volley -name '*.hpp' | sort | sed 's/.*/#include <&>/') >"$work/consumer/all_headers.cpp"
+echo "int main() {}" >>"$work/consumer/all_headers.cpp"
+cat >>"$work/consumer/CMakeLists.txt" <<'CMAKE'
+add_executable(all_headers all_headers.cpp)
+target_link_libraries(all_headers PRIVATE volley::volley)
+CMAKE
+echo "headers: $(grep -c '#include' "$work/consumer/all_headers.cpp") public headers compiled together"
+
+cmake -S "$work/consumer" -B "$work/consumer-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+  >"$work/configure.log" || { cat "$work/configure.log"; exit 1; }
+grep -q "Volley_DIR:PATH=$prefix" "$work/consumer-build/CMakeCache.txt" || {
+  echo "Volley was not found in the scratch prefix:" >&2; grep Volley_DIR "$work/consumer-build/CMakeCache.txt" >&2; exit 1; }
+if grep -E -q "($source|$build)/" "$work/consumer-build/compile_commands.json"; then
+  echo "the consumer's compile commands reach into Volley's source or build tree:" >&2
+  grep -E -o "[^ \"]*($source|$build)/[^ \"]*" "$work/consumer-build/compile_commands.json" | sort -u >&2
+  exit 1
+fi
+cmake --build "$work/consumer-build" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+if grep -q "warning:" "$work/build.log"; then cat "$work/build.log"; echo "warnings in the consumer build" >&2; exit 1; fi
+
+cd "$work/consumer-build"
+./rpc_service | tee "$work/rpc.txt"
+grep -q "3 of 3 quotes answered" "$work/rpc.txt"
+./arq_transfer | tee "$work/arq.txt"
+grep -q "delivered 1000 of 1000 in order" "$work/arq.txt"
+if [[ -x ./netem_in_a_unit_test ]]; then ./netem_in_a_unit_test --gtest_brief=1; fi
+"$prefix/bin/volley" --help | head -n 1
+echo "consumer built and ran against the $mode of Volley at $prefix"
