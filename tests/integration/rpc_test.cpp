@@ -7,11 +7,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <gtest/gtest.h>
 
-#include <volley/net/loop_pool.hpp>
-#include <volley/net/tcp_server.hpp>
+#include <volley/net/server.hpp>
 #include <volley/rpc/client.hpp>
 #include <volley/rpc/server.hpp>
 #include "benchmark_messages.hpp"
+#include "server_thread.hpp"
 
 using namespace volley;
 using namespace std::chrono_literals;
@@ -24,7 +24,7 @@ constexpr std::uint32_t kPing = 1, kPong = 2, kRequest = 3, kReply = 4, kBoom = 
 // A server on its own threads: accept loop plus two workers.
 class TestServer {
  public:
-  TestServer() : workers_(2) {
+  TestServer() {
     rpc_.handle<benchmarks::Ping, benchmarks::Pong>(kPing, kPong, [](const benchmarks::Ping& p) { return benchmarks::answer(p); });
     rpc_.handle<benchmarks::Request, benchmarks::Reply>(kRequest, kReply,
                                                 [](const benchmarks::Request& r) { return benchmarks::answer(r); });
@@ -35,29 +35,17 @@ class TestServer {
       std::this_thread::sleep_for(300ms);
       return benchmarks::answer(p);
     });
-    server_ = std::make_unique<net::TcpServer>(accept_, workers_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0),
-                                               [this](std::size_t) { return rpc_.make_stream_handler(); });
-    server_->start();
-    workers_.start();
-    accept_thread_ = std::thread([this] { accept_.run(); });
+    server_.listen([this](std::size_t) { return rpc_.make_stream_handler(); });
+    port_ = server_.port();
+    running_ = std::make_unique<test::ServerThread>(server_);
   }
-  ~TestServer() {
-    // Shut down on the accept loop and let it run dry, then the workers.
-    asio::post(accept_, [this] { server_->shutdown(); });
-    accept_guard_.reset();
-    accept_thread_.join();
-    workers_.release();
-    workers_.join();
-  }
-  std::uint16_t port() const { return server_->local_endpoint().port(); }
+  std::uint16_t port() const { return port_; }
 
  private:
   rpc::RpcServer rpc_;
-  asio::io_context accept_{1};
-  asio::executor_work_guard<asio::io_context::executor_type> accept_guard_ = asio::make_work_guard(accept_);
-  net::LoopPool workers_;
-  std::unique_ptr<net::TcpServer> server_;
-  std::thread accept_thread_;
+  net::Server server_{{.bind = "127.0.0.1", .port = 0, .threads = 2, .handle_signals = false}};
+  std::uint16_t port_ = 0;
+  std::unique_ptr<test::ServerThread> running_;  // declared last: stopped first
 };
 
 boost::system::error_code connect(rpc::RpcClient& client, std::uint16_t port) {

@@ -17,14 +17,14 @@
 #include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
-#include <volley/net/loop_pool.hpp>
 #include <volley/net/reconnecting_client.hpp>
 #include <volley/net/session.hpp>
 #include <volley/net/tcp_connect.hpp>
-#include <volley/net/tcp_server.hpp>
+#include <volley/net/server.hpp>
 
 #include "child_process.hpp"
 #include "listening_server.hpp"
+#include "server_thread.hpp"
 
 namespace volley::test {
 namespace {
@@ -280,45 +280,33 @@ TEST(Session, SlowConsumerIsDisconnected) {
 }
 
 TEST(Session, ConnectionsSpreadEvenlyOverWorkers) {
-  asio::io_context accept_loop;
-  net::LoopPool workers(3);
+  net::Server server({.bind = "127.0.0.1", .port = 0, .threads = 3, .handle_signals = false});
   std::atomic<int> per_worker[3] = {0, 0, 0};
   struct Quiet : net::SessionEvents {
     void on_message(net::Session&, std::span<const std::byte>) override {}
   };
   net::SessionOptions options;
   options.heartbeat_interval = 0ms;
-  net::TcpServer server(accept_loop, workers, {asio::ip::make_address("127.0.0.1"), 0},
-                        [&](std::size_t w) -> std::unique_ptr<net::StreamHandler> {
-                          ++per_worker[w];
-                          return std::make_unique<net::Session>(net::make_checked_codec(1024), options,
-                                                                std::make_unique<Quiet>());
-                        });
-  server.start();
-  workers.start();
-  std::thread acceptor([&] { accept_loop.run_for(10s); });
+  server.listen([&](std::size_t w) -> std::unique_ptr<net::StreamHandler> {
+    ++per_worker[w];
+    return std::make_unique<net::Session>(net::make_checked_codec(1024), options, std::make_unique<Quiet>());
+  });
+  const auto port = server.port();
   asio::io_context client_loop;
   std::vector<asio::ip::tcp::socket> clients;
+  ServerThread running(server);
   for (int i = 0; i < 12; ++i) {
     boost::system::error_code ec;
-    clients.push_back(net::connect_tcp(client_loop, "127.0.0.1", server.local_endpoint().port(), 2s, ec));
+    clients.push_back(net::connect_tcp(client_loop, "127.0.0.1", port, 2s, ec));
     ASSERT_FALSE(ec);
   }
   for (int i = 0; i < 500 && per_worker[0] + per_worker[1] + per_worker[2] < 12; ++i) std::this_thread::sleep_for(10ms);
   for (auto& n : per_worker) EXPECT_EQ(n.load(), 4);
-  asio::post(accept_loop, [&] {
-    server.shutdown();
-    workers.release();
-    accept_loop.stop();
-  });
-  clients.clear();
-  acceptor.join();
-  workers.join();
+  clients.clear();  // our FINs complete the server's graceful closes when `running` stops it
 }
 
 TEST(Session, GracefulCloseFlushesWhatWasQueued) {
-  asio::io_context accept_loop;
-  net::LoopPool workers(1);
+  net::Server server({.bind = "127.0.0.1", .port = 0, .threads = 1, .handle_signals = false});
   constexpr std::size_t kMessages = 256, kSize = 32 * 1024;
   struct Sender : net::SessionEvents {
     void on_open(net::Session& s) override {
@@ -331,17 +319,14 @@ TEST(Session, GracefulCloseFlushesWhatWasQueued) {
   net::SessionOptions options;
   options.heartbeat_interval = 0ms;
   options.high_water = 64 << 20;
-  net::TcpServer server(accept_loop, workers, {asio::ip::make_address("127.0.0.1"), 0},
-                        [&](std::size_t) -> std::unique_ptr<net::StreamHandler> {
-                          return std::make_unique<net::Session>(net::make_checked_codec(kSize), options,
-                                                                std::make_unique<Sender>());
-                        });
-  server.start();
-  workers.start();
-  std::thread acceptor([&] { accept_loop.run_for(20s); });
+  server.listen([&](std::size_t) -> std::unique_ptr<net::StreamHandler> {
+    return std::make_unique<net::Session>(net::make_checked_codec(kSize), options, std::make_unique<Sender>());
+  });
+  const auto port = server.port();
+  ServerThread running(server);
   asio::io_context client_loop;
   boost::system::error_code ec;
-  auto socket = net::connect_tcp(client_loop, "127.0.0.1", server.local_endpoint().port(), 2s, ec);
+  auto socket = net::connect_tcp(client_loop, "127.0.0.1", port, 2s, ec);
   ASSERT_FALSE(ec);
   socket.non_blocking(false);  // plain blocking reads below
   std::this_thread::sleep_for(200ms);  // let the server queue it all before anything is read
@@ -355,13 +340,6 @@ TEST(Session, GracefulCloseFlushesWhatWasQueued) {
   EXPECT_EQ(ec, asio::error::eof);
   EXPECT_EQ(total, kMessages * (kSize + 5));
   socket.close();  // our FIN completes the server's graceful close
-  asio::post(accept_loop, [&] {
-    server.shutdown();
-    workers.release();
-    accept_loop.stop();
-  });
-  acceptor.join();
-  workers.join();
 }
 
 }  // namespace

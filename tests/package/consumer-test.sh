@@ -2,6 +2,7 @@
 # A user's project built against an installed Volley alone:
 #   consumer-test.sh install BUILD_DIR SOURCE_DIR   cmake --install into a scratch prefix
 #   consumer-test.sh deb     BUILD_DIR SOURCE_DIR   cpack's .deb, unpacked with dpkg -x
+#   consumer-test.sh subdirectory BUILD_DIR SOURCE_DIR   add_subdirectory(volley) in the user's tree
 # The project is a copy of examples/ outside the source tree plus one file that
 # includes every installed public header. It is configured with only the scratch
 # prefix to find Volley, its compile commands are checked for any path into the
@@ -22,7 +23,34 @@ case "$mode" in
     dpkg-deb --field "$deb" Package Version Depends
     dpkg -x "$deb" "$work/root"
     prefix=$work/root/usr ;;
-  *) echo "usage: $0 install|deb BUILD_DIR SOURCE_DIR" >&2; exit 2 ;;
+  subdirectory)
+    # Only the libraries are built: no tools, tests, benchmarks or examples, and
+    # none of their dependencies (CLI11, GoogleTest, Google Benchmark) is looked for.
+    mkdir -p "$work/user"
+    cp "$source/examples/rpc_service.cpp" "$work/user/"
+    cat >"$work/user/CMakeLists.txt" <<CMAKE
+cmake_minimum_required(VERSION 3.25)
+project(user LANGUAGES CXX)
+add_subdirectory("$source" volley)
+add_executable(rpc_service rpc_service.cpp)
+target_link_libraries(rpc_service PRIVATE volley::rpc)
+CMAKE
+    cmake -S "$work/user" -B "$work/user-build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$work/configure.log" ||
+      { cat "$work/configure.log"; exit 1; }
+    if grep -E -q "^(CLI11|GTest|benchmark)_DIR:PATH=[^-]" "$work/user-build/CMakeCache.txt"; then
+      echo "as a subproject, Volley looked for its tools' or tests' dependencies:" >&2
+      grep -E "^(CLI11|GTest|benchmark)_DIR" "$work/user-build/CMakeCache.txt" >&2; exit 1
+    fi
+    if ninja -C "$work/user-build" -t targets all | grep -E -q "^(volley|traffic_generator|volley_unit_tests|echo_server):"; then
+      echo "as a subproject, Volley defined its programs, tests or examples" >&2; exit 1
+    fi
+    if [[ -d "$work/user-build/bin" ]]; then echo "as a subproject, Volley set an output folder" >&2; exit 1; fi
+    cmake --build "$work/user-build" --target rpc_service >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+    "$work/user-build/rpc_service" | tee "$work/rpc.txt"
+    grep -q "3 of 3 quotes answered" "$work/rpc.txt"
+    echo "a user's project built Volley's libraries with add_subdirectory and ran an example"
+    exit 0 ;;
+  *) echo "usage: $0 install|deb|subdirectory BUILD_DIR SOURCE_DIR" >&2; exit 2 ;;
 esac
 test -f "$prefix/lib/cmake/Volley/VolleyConfig.cmake" || test -n "$(ls "$prefix"/lib/*/cmake/Volley/VolleyConfig.cmake 2>/dev/null)"
 test -x "$prefix/bin/volley"
