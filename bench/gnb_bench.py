@@ -159,7 +159,7 @@ def main():
                       "target_cpu_performance_raise": cpu_raise,
                       "target_cpu_variant_over_dummy": cpu_avg["variant"] / cpu_avg["dummy"] - 1}
     results["handlers"] = table
-    print_handler_table("Handlers (ns per message, inverse throughput; seed method: 5 samples, drop min and max, "
+    print_handler_table("Handlers (ns per message, inverse throughput; 5 samples, drop min and max, "
                         "average 3)", table, "average_ns", "performance_raise", "variant_over_dummy")
     print_handler_table("Handlers: the target's own CPU time per frame (user+system, same runs, same method)", table,
                         "target_cpu_average_ns", "target_cpu_performance_raise", "target_cpu_variant_over_dummy")
