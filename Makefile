@@ -1,5 +1,5 @@
 # Volley: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: all deps build demo test bench install package docs clean
+.PHONY: all deps build demo test bench install install-wireshark-plugin package docs clean
 
 BUILD_DIR ?= build
 PREFIX ?= /usr/local
@@ -25,6 +25,13 @@ bench: build
 # The libraries, public headers, CMake package and programs under $(PREFIX).
 install: build
 	@cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+# The Wireshark dissectors of Volley's protocols, for the user running make.
+WIRESHARK_PLUGINS ?= $(HOME)/.local/lib/wireshark/plugins
+install-wireshark-plugin:
+	@mkdir -p $(WIRESHARK_PLUGINS)
+	@cp tools/wireshark/volley.lua $(WIRESHARK_PLUGINS)/volley.lua
+	@echo "installed $(WIRESHARK_PLUGINS)/volley.lua (Wireshark: Help > About > Plugins lists it)"
 
 # A Debian package of the same tree (build/volley_<version>_<arch>.deb).
 package: build

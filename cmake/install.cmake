@@ -31,7 +31,11 @@ install(FILES ${PROJECT_BINARY_DIR}/VolleyConfig.cmake ${PROJECT_BINARY_DIR}/Vol
 if(TARGET volley AND TARGET traffic_generator)
   install(TARGETS volley traffic_generator RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT programs)
 endif()
-install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/GUIDE.md ${PROJECT_SOURCE_DIR}/docs/PROTOCOL.md
+# The Wireshark dissectors: copy (or link) into ~/.local/lib/wireshark/plugins/,
+# or `make install-wireshark-plugin`.
+install(FILES ${PROJECT_SOURCE_DIR}/tools/wireshark/volley.lua DESTINATION ${CMAKE_INSTALL_DATADIR}/volley/wireshark
+        COMPONENT programs)
+install(FILES ${PROJECT_SOURCE_DIR}/docs/WIRESHARK.md ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/GUIDE.md ${PROJECT_SOURCE_DIR}/docs/PROTOCOL.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT development)
 
 # `make package`: one .deb with the headers, libraries, CMake package and programs.

@@ -15,6 +15,8 @@ required=(
   openssl
   # `make docs` (the API reference) and the docs test
   doxygen
+  # the Wireshark dissector tests (tools/wireshark/volley.lua)
+  tshark
 )
 
 missing=()

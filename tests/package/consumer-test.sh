@@ -54,6 +54,7 @@ CMAKE
 esac
 test -f "$prefix/lib/cmake/Volley/VolleyConfig.cmake" || test -n "$(ls "$prefix"/lib/*/cmake/Volley/VolleyConfig.cmake 2>/dev/null)"
 test -x "$prefix/bin/volley"
+test -f "$prefix/share/volley/wireshark/volley.lua"
 if [[ -e "$prefix/include/volley/net/udp_batch.hpp" ]]; then echo "a private header was installed" >&2; exit 1; fi
 
 # The consumer: the examples, and every public header compiled on its own include path.

@@ -2,12 +2,17 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <cmath>
 #include <map>
 #include <numeric>
 #include <vector>
 
 #include <volley/netem/link_model.hpp>
+#include <volley/netem/pcap_writer.hpp>
 
 using namespace volley::netem;
 using namespace std::chrono_literals;
@@ -303,4 +308,93 @@ TEST(NetemSyntax, RejectsWhatTcWouldReject) {
     EXPECT_FALSE(parse_impairment(bad, error)) << bad;
     EXPECT_FALSE(error.empty()) << bad;
   }
+}
+
+// What a capture marks must be exactly what the counters count: each submit
+// says why a packet went nowhere, and each departure says what was done to it.
+TEST(NetemModel, AdmissionsAndDepartureMarksAgreeWithTheCounters) {
+  LinkModel link(parse("delay 5ms 3ms loss 8% duplicate 6% corrupt 4% reorder 10% limit 40"), 11);
+  std::map<Admission::Drop, std::uint64_t> dropped;
+  std::uint64_t copies = 0, corrupted = 0, duplicates = 0, reordered = 0, departed = 0;
+  Departure d;
+  Nanos now{0};
+  const auto drain = [&](Nanos until) {
+    while (link.take_due(until, d)) {
+      departed += 1;
+      corrupted += d.corrupted;
+      duplicates += d.duplicate;
+      reordered += d.reordered;
+    }
+  };
+  for (std::uint64_t i = 0; i < 100'000; ++i, now += 100us) {
+    drain(now);
+    const Admission a = link.submit(now, packet(64, i), i);
+    copies += a.copies;
+    if (a.copies == 0) dropped[a.drop] += 1;
+    if (i % 10'000 == 5'000) link.set_down(true);
+    if (i % 10'000 == 5'100) link.set_down(false);
+  }
+  drain(now + 1s);
+  const LinkCounters& c = link.counters();
+  EXPECT_EQ(departed, c.packets_out);
+  EXPECT_EQ(copies, c.packets_out);  // every queued copy leaves
+  EXPECT_EQ(corrupted, c.corrupted);
+  EXPECT_EQ(reordered, c.reordered);
+  EXPECT_EQ(dropped[Admission::Drop::link_down], c.link_down);
+  EXPECT_GT(c.queue_full, 0u);  // the limit of 40 is reached at 3 ms of jitter and 100 us spacing
+  // A duplicated packet's extra copy may be the one a loss or a full queue takes.
+  EXPECT_LE(duplicates, c.duplicated);
+  EXPECT_LE(dropped[Admission::Drop::lost], c.lost);
+  EXPECT_LE(dropped[Admission::Drop::queue_full], c.queue_full);
+  EXPECT_EQ(c.packets_in, 100'000u);
+  // Every copy made (one per packet, two when duplicated) is queued or dropped for one reason.
+  EXPECT_EQ(c.packets_in + c.duplicated, copies + c.lost + c.queue_full + c.link_down);
+}
+
+// The capture file's block structure: a section header, two interfaces, then
+// one enhanced packet block per packet with its comment; every block's two
+// length fields agree and are multiples of 4.
+TEST(PcapWriter, WritesWellFormedPcapngBlocks) {
+  const std::string path = ::testing::TempDir() + "/volley-pcap-writer-test.pcapng";
+  {
+    PcapWriter w(path);
+    const std::vector<std::byte> ip(29, std::byte{0x45});
+    w.write(PcapWriter::Interface::received, ip, "netem: lost");
+    w.write(PcapWriter::Interface::sent, ip);
+    EXPECT_EQ(w.packets(), 2u);
+    w.flush();
+    EXPECT_EQ(w.errors(), 0u);
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<char> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::uint32_t> types;
+  std::size_t at = 0;
+  std::string comment;
+  while (at + 12 <= file.size()) {
+    std::uint32_t type = 0, length = 0, trailer = 0;
+    std::memcpy(&type, file.data() + at, 4);
+    std::memcpy(&length, file.data() + at + 4, 4);
+    ASSERT_EQ(length % 4, 0u);
+    ASSERT_LE(at + length, file.size());
+    std::memcpy(&trailer, file.data() + at + length - 4, 4);
+    EXPECT_EQ(trailer, length);
+    types.push_back(type);
+    if (type == 6 && comment.empty()) {
+      const std::size_t options = at + 28 + 32;  // header fields, then the 29-byte packet padded to 32
+      std::uint16_t code = 0, size = 0;
+      std::memcpy(&code, file.data() + options, 2);
+      std::memcpy(&size, file.data() + options + 2, 2);
+      EXPECT_EQ(code, 1);  // opt_comment
+      comment.assign(file.data() + options + 4, size);
+    }
+    at += length;
+  }
+  EXPECT_EQ(at, file.size());
+  EXPECT_EQ(types, (std::vector<std::uint32_t>{0x0A0D0D0A, 1, 1, 6, 6}));
+  EXPECT_EQ(comment, "netem: lost");
+  std::remove(path.c_str());
+}
+
+TEST(PcapWriter, AFileThatCannotBeCreatedIsAClearError) {
+  EXPECT_THROW(PcapWriter("/nonexistent-folder/x.pcapng"), std::runtime_error);
 }

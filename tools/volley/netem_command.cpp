@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -13,6 +14,7 @@
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
 
+#include <volley/netem/pcap_writer.hpp>
 #include <volley/netem/tun_relay.hpp>
 #include <volley/netem/udp_relay.hpp>
 
@@ -38,6 +40,7 @@ struct NetemOptions {
   bool progress = true;
   std::string ready_file;
   std::string port_file;
+  std::string pcap;
 };
 
 boost::json::object to_json(const LinkCounters& c) {
@@ -99,6 +102,16 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
     });
   };
   wait_toggle();
+  std::optional<netem::PcapWriter> capture;
+  if (!o.pcap.empty()) {
+    try {
+      capture.emplace(o.pcap);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "volley netem: --pcap: {}\n", e.what());
+      return 1;
+    }
+    relay.capture_to(*capture);
+  }
   relay.start();
   // UDP mode announces itself as every server program does; signals are handled by now.
   if (extra.contains("port"))
@@ -114,6 +127,7 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
 
   const auto& u = relay.core().up().counters();
   const auto& d = relay.core().down().counters();
+  if (capture) capture->flush();
   if (o.json) {
     extra["tool"] = "volley netem";
     extra["seconds"] = seconds_since(start);
@@ -124,6 +138,8 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
     extra["down"] = to_json(d);
     extra["send_failures"] = relay.errors().send_failures;
     extra["receive_errors"] = relay.errors().receive_errors;
+    if (capture)
+      extra["pcap"] = {{"file", o.pcap}, {"packets", capture->packets()}, {"write_errors", capture->errors()}};
     fmt::print("{}\n", to_json_text(extra));
   } else {
     fmt::print("volley netem report: {:.3f} s, seed {}\n", seconds_since(start), o.seed);
@@ -131,6 +147,8 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
     fmt::print("  down ({}): {}\n", down.describe(), one_line(d));
     fmt::print("  link down drops: up {}, down {}; send failures {}, receive errors {}\n", u.link_down, d.link_down,
                relay.errors().send_failures, relay.errors().receive_errors);
+    if (capture)
+      fmt::print("  capture: {} packets written to {} ({} write errors)\n", capture->packets(), o.pcap, capture->errors());
   }
   return 0;
 }
@@ -209,6 +227,9 @@ void add_common(CLI::App& cmd, NetemOptions& o) {
       ->check(CLI::NonNegativeNumber);
   cmd.add_flag("--json", o.json, "Print the final counters as JSON on stdout");
   cmd.add_flag("!--no-progress", o.progress, "Do not print counters each second on stderr");
+  cmd.add_option("--pcap", o.pcap,
+                 "Write a pcapng capture: every packet received (interface 'received') and sent on ('sent'), "
+                 "drops, corruptions, duplicates and reorders marked in frame comments");
   cmd.add_option("--ready-file", o.ready_file,
                  "Write this file once the relay is running (UDP mode: the port it listens on)");
 }

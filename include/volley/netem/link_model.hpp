@@ -33,14 +33,26 @@ struct Departure {
   std::uint64_t tag = 0;  // the caller's, carried through (which client, say)
   Nanos arrived{0};
   Nanos departs{0};
+  // What the link did to this copy (for captures and traces).
+  bool corrupted = false;  // a bit was flipped
+  bool duplicate = false;  // the extra copy of a duplicated packet
+  bool reordered = false;  // sent at once, ahead of packets still delayed
 };
+
+// What the link did with one submitted packet.
+struct Admission {
+  enum class Drop { none, link_down, lost, queue_full };
+  unsigned copies = 0;      // copies queued: 0 (dropped), 1, or 2 (duplicated)
+  Drop drop = Drop::none;   // why a copy went no further (with copies 0, why the packet did not)
+};
+const char* to_string(Admission::Drop drop) noexcept;
 
 class LinkModel {
  public:
   LinkModel(const Impairment& impairment, std::uint64_t seed);
 
-  // A packet arrives at `now`.
-  void submit(Nanos now, std::vector<std::byte> bytes, std::uint64_t tag = 0);
+  // A packet arrives at `now`; the answer says whether it (or a copy) was dropped.
+  Admission submit(Nanos now, std::vector<std::byte> bytes, std::uint64_t tag = 0);
   // When the next packet is due, if any is held.
   std::optional<Nanos> next_departure() const;
   // Takes the next packet due at or before `now`; false when none is.
@@ -64,7 +76,8 @@ class LinkModel {
   bool lose() noexcept;
   Nanos sample_delay() noexcept;
   Nanos transmission_time(std::size_t bytes) const noexcept;
-  void enqueue(Nanos now, std::vector<std::byte> bytes, std::uint64_t tag, bool duplicate);
+  // False when the queue was full.
+  bool enqueue(Nanos now, std::vector<std::byte> bytes, std::uint64_t tag, bool duplicate);
 
   Impairment imp_;
   Random rng_;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include <boost/asio/steady_timer.hpp>
@@ -17,6 +18,10 @@ namespace volley::netem {
 class RelayCore {
  public:
   using Sink = std::function<void(Departure&)>;
+  // Sees each packet as it arrives, with what the link did to it, before any
+  // copy of it leaves (for captures). `up`: towards the forward side.
+  using ArrivalObserver =
+      std::function<void(bool up, std::span<const std::byte> bytes, std::uint64_t tag, const Admission& admission)>;
 
   RelayCore(boost::asio::io_context& loop, const Impairment& up, const Impairment& down, std::uint64_t seed,
             Sink up_sink, Sink down_sink);
@@ -24,6 +29,7 @@ class RelayCore {
   void submit_up(std::vector<std::byte> bytes, std::uint64_t tag) { submit(up_, std::move(bytes), tag); }
   void submit_down(std::vector<std::byte> bytes, std::uint64_t tag) { submit(down_, std::move(bytes), tag); }
   void stop();
+  void set_arrival_observer(ArrivalObserver observer) { observer_ = std::move(observer); }
   // Cuts (or restores) both directions: arriving packets are dropped and counted.
   void set_down(bool down) noexcept {
     up_.set_down(down);
@@ -43,6 +49,7 @@ class RelayCore {
   LinkModel down_;
   Sink up_sink_;
   Sink down_sink_;
+  ArrivalObserver observer_;
   boost::asio::steady_timer timer_;
   std::chrono::steady_clock::time_point origin_;
   bool armed_ = false;

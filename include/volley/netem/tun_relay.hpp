@@ -26,6 +26,8 @@ class TunRelay {
 
   void start();
   void stop();
+  // Records every IP packet received and sent (see PcapWriter). Call before start().
+  void capture_to(PcapWriter& writer);
   const RelayCore& core() const noexcept { return core_; }
   RelayCore& core() noexcept { return core_; }
   const RelayErrors& errors() const noexcept { return errors_; }
@@ -38,6 +40,7 @@ class TunRelay {
   std::vector<std::byte> buffer_a_, buffer_b_;
   RelayCore core_;
   RelayErrors errors_;
+  PcapWriter* capture_ = nullptr;
   bool stopped_ = false;
 };
 

@@ -9,6 +9,7 @@
 
 #include <boost/asio/ip/udp.hpp>
 
+#include <volley/netem/pcap_writer.hpp>
 #include <volley/netem/relay_core.hpp>
 
 namespace volley::netem {
@@ -28,6 +29,9 @@ class UdpRelay {
   boost::asio::ip::udp::endpoint local_endpoint() const { return listen_.local_endpoint(); }
   void start();
   void stop();
+  // Records every datagram received and sent, as IP/UDP packets with the real
+  // addresses, drops and impairments marked (see PcapWriter). Call before start().
+  void capture_to(PcapWriter& writer);
 
   const RelayCore& core() const noexcept { return core_; }
   RelayCore& core() noexcept { return core_; }
@@ -41,6 +45,7 @@ class UdpRelay {
     std::vector<std::byte> buffer;
   };
 
+  void record_departure(bool up, const Departure& d);
   void receive_from_clients();
   void receive_from_upstream(std::size_t index);
   std::size_t session_for(const boost::asio::ip::udp::endpoint& client);
@@ -54,6 +59,7 @@ class UdpRelay {
   std::map<boost::asio::ip::udp::endpoint, std::size_t> by_client_;
   RelayCore core_;
   RelayErrors errors_;
+  PcapWriter* capture_ = nullptr;
   bool stopped_ = false;
 };
 

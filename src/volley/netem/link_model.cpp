@@ -132,12 +132,14 @@ Nanos LinkModel::transmission_time(std::size_t bytes) const noexcept {
   return Nanos(static_cast<std::int64_t>(static_cast<double>(len) * 8e9 / static_cast<double>(imp_.rate_bits_per_s)));
 }
 
-void LinkModel::submit(Nanos now, std::vector<std::byte> bytes, std::uint64_t tag) {
+Admission LinkModel::submit(Nanos now, std::vector<std::byte> bytes, std::uint64_t tag) {
   counters_.packets_in += 1;
   counters_.bytes_in += bytes.size();
+  Admission a;
   if (down_) {
     counters_.link_down += 1;
-    return;
+    a.drop = Admission::Drop::link_down;
+    return a;
   }
   // As tc-netem: decide on a duplicate first, then a loss takes one copy away.
   int copies = 1;
@@ -148,29 +150,40 @@ void LinkModel::submit(Nanos now, std::vector<std::byte> bytes, std::uint64_t ta
   if (lose()) {
     counters_.lost += 1;
     --copies;
+    a.drop = Admission::Drop::lost;
   }
-  if (copies == 0) return;
-  if (copies == 2) enqueue(now, bytes, tag, true);
-  enqueue(now, std::move(bytes), tag, false);
+  if (copies == 0) return a;
+  if (copies == 2) {
+    if (enqueue(now, bytes, tag, true)) ++a.copies;
+    else a.drop = Admission::Drop::queue_full;
+  }
+  if (enqueue(now, std::move(bytes), tag, false)) ++a.copies;
+  else a.drop = Admission::Drop::queue_full;
+  return a;
 }
 
-void LinkModel::enqueue(Nanos now, std::vector<std::byte> bytes, std::uint64_t tag, bool duplicate) {
+bool LinkModel::enqueue(Nanos now, std::vector<std::byte> bytes, std::uint64_t tag, bool duplicate) {
+  // The queue limit first, so that `corrupted` counts only copies that go out
+  // corrupted (a capture then shows exactly that many).
+  if (queue_.size() >= imp_.limit) {
+    counters_.queue_full += 1;
+    return false;
+  }
+  bool corrupted = false;
   if (!duplicate && imp_.corrupt > 0 && !bytes.empty() && corrupt_u_.next(rng_) < imp_.corrupt) {
     std::byte& victim = bytes[rng_.below(bytes.size())];
     victim = static_cast<std::byte>(std::to_integer<unsigned>(victim) ^ (1u << rng_.below(8)));
     counters_.corrupted += 1;
+    corrupted = true;
   }
-  if (queue_.size() >= imp_.limit) {
-    counters_.queue_full += 1;
-    return;
-  }
-  Departure d{std::move(bytes), tag, now, now};
+  Departure d{std::move(bytes), tag, now, now, corrupted, duplicate, false};
   const bool reorder_now = imp_.reorder_gap != 0 && reorder_counter_ + 1 >= imp_.reorder_gap &&
                            reorder_u_.next(rng_) < imp_.reorder;
   if (reorder_now) {
     // netem sends this one at once, ahead of those still delayed.
     reorder_counter_ = 0;
     counters_.reordered += 1;
+    d.reordered = true;
   } else {
     ++reorder_counter_;
     Nanos departs = now + sample_delay();
@@ -184,6 +197,17 @@ void LinkModel::enqueue(Nanos now, std::vector<std::byte> bytes, std::uint64_t t
     d.departs = departs;
   }
   queue_.push(Held{std::move(d), next_order_++});
+  return true;
+}
+
+const char* to_string(Admission::Drop drop) noexcept {
+  switch (drop) {
+    case Admission::Drop::none: return "none";
+    case Admission::Drop::link_down: return "link down";
+    case Admission::Drop::lost: return "lost";
+    case Admission::Drop::queue_full: return "queue full";
+  }
+  return "?";
 }
 
 std::optional<Nanos> LinkModel::next_departure() const {

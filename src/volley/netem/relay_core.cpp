@@ -24,7 +24,13 @@ Nanos RelayCore::now() const {
 
 void RelayCore::submit(LinkModel& link, std::vector<std::byte> bytes, std::uint64_t tag) {
   if (stopped_) return;
-  link.submit(now(), std::move(bytes), tag);
+  if (observer_) {
+    const std::vector<std::byte> seen = bytes;  // only when observed: the link may corrupt its copy
+    const Admission admission = link.submit(now(), std::move(bytes), tag);
+    observer_(&link == &up_, seen, tag, admission);
+  } else {
+    link.submit(now(), std::move(bytes), tag);
+  }
   // Undelayed packets leave at once, without a trip through the timer.
   release();
 }

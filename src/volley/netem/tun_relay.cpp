@@ -46,15 +46,25 @@ TunRelay::TunRelay(asio::io_context& loop, int fd_a, int fd_b, const Impairment&
       core_(
           loop, up, down, seed,
           [this](Departure& d) {
+            if (capture_) capture_->write(PcapWriter::Interface::sent, d.bytes, capture_comment(d));
             boost::system::error_code ec;
             b_.write_some(asio::buffer(d.bytes), ec);
             if (ec) errors_.send_failures += 1;
           },
           [this](Departure& d) {
+            if (capture_) capture_->write(PcapWriter::Interface::sent, d.bytes, capture_comment(d));
             boost::system::error_code ec;
             a_.write_some(asio::buffer(d.bytes), ec);
             if (ec) errors_.send_failures += 1;
           }) {}
+
+void TunRelay::capture_to(PcapWriter& writer) {
+  capture_ = &writer;
+  // A TUN device hands over whole IP packets: they go into the capture as they are.
+  core_.set_arrival_observer([this](bool, std::span<const std::byte> bytes, std::uint64_t, const Admission& a) {
+    capture_->write(PcapWriter::Interface::received, bytes, capture_comment(a));
+  });
+}
 
 void TunRelay::start() {
   read(a_, buffer_a_, true);
