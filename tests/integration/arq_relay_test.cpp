@@ -4,6 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/write.hpp>
+
+#include <volley/arq/packet.hpp>
+#include <volley/arq/udp_channel.hpp>
+
 #include "child_process.hpp"
 #include "target_fixture.hpp"
 
@@ -68,3 +76,77 @@ TEST_P(ArqOverRelay, DeliversEverythingIntactAndInOrderThroughALossyRelay) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Schemes, ArqOverRelay, ::testing::Values("sr", "gbn", "saw"));
+
+// A listener used to take the first packet with a valid checksum as its peer,
+// so a stray ack from another port captured it and the real sender was
+// ignored for good. Now only a data packet of its conversation binds it, and
+// the strays are counted.
+TEST(ArqChannel, AStrayPacketCannotCaptureAListener) {
+  namespace asio = boost::asio;
+  using asio::ip::udp;
+  asio::io_context loop;
+  std::vector<std::string> delivered;
+  volley::arq::SenderConfig sender_config;
+  volley::arq::ReceiverConfig receiver_config;
+  volley::arq::ArqChannel listener(loop, udp::socket(loop, udp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
+                                   std::nullopt, sender_config, receiver_config, [&](std::span<const std::byte> m) {
+                                     delivered.emplace_back(reinterpret_cast<const char*>(m.data()), m.size());
+                                   });
+  listener.start();
+  const udp::endpoint at = listener.local_endpoint();
+
+  // Strays: a valid ack, a valid data packet of another conversation, garbage.
+  udp::socket stray(loop, udp::endpoint(udp::v4(), 0));
+  std::vector<std::byte> packet;
+  volley::arq::encode_ack({.conversation = 1, .cumulative = 0, .window = 64, .sack = {}}, packet);
+  stray.send_to(asio::buffer(packet), at);
+  const std::string hello = "not yours";
+  volley::arq::encode_data({.conversation = 2, .sequence = 0, .fin = false, .payload = std::as_bytes(std::span(hello))},
+                           packet);
+  stray.send_to(asio::buffer(packet), at);
+  stray.send_to(asio::buffer(std::string(40, 'x')), at);
+  loop.run_for(50ms);  // let the listener see them before the real sender starts
+
+  volley::arq::ArqChannel sender(loop, udp::socket(loop, udp::endpoint(asio::ip::make_address("127.0.0.1"), 0)), at,
+                                 sender_config, receiver_config, [](std::span<const std::byte>) {});
+  sender.start();
+  for (int i = 0; i < 50; ++i) {
+    const std::string m = "message " + std::to_string(i);
+    ASSERT_TRUE(sender.send(std::as_bytes(std::span(m))));
+  }
+  std::string outcome = "not finished";
+  sender.close([&](const std::string& error) { outcome = error.empty() ? "acknowledged" : error; });
+  for (int i = 0; i < 500 && outcome == "not finished"; ++i) loop.run_for(10ms);
+  EXPECT_EQ(outcome, "acknowledged");
+  ASSERT_EQ(delivered.size(), 50u);
+  EXPECT_EQ(delivered.front(), "message 0");
+  EXPECT_EQ(delivered.back(), "message 49");
+  EXPECT_EQ(listener.stats().foreign_datagrams, 3u);
+}
+
+// arq-recv's TCP mode used to allocate whatever 32-bit length a peer sent.
+TEST(ArqRecv, TcpModeRefusesALengthOverTheLargestMessage) {
+  namespace asio = boost::asio;
+  TempDir dir;
+  ChildProcess recv({bin("volley"), "arq-recv", "--protocol", "tcp", "--listen", "127.0.0.1:0", "--json",
+                     "--port-file", dir.file("port")},
+                    dir.file("recv"));
+  int port = 0;
+  for (int i = 0; i < 1000 && port == 0; ++i) {
+    const std::string text = read_file(dir.file("port"));
+    if (!text.empty()) port = std::stoi(text);
+    else std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GT(port, 0) << recv.stderr_text();
+  asio::io_context loop;
+  asio::ip::tcp::socket peer(loop);
+  peer.connect({asio::ip::make_address("127.0.0.1"), static_cast<std::uint16_t>(port)});
+  const std::array<std::uint8_t, 4> four_gib_less_one{0xff, 0xff, 0xff, 0xff};
+  asio::write(peer, asio::buffer(four_gib_less_one));
+  const auto code = recv.wait_for(10s);
+  ASSERT_TRUE(code.has_value()) << "arq-recv waited for 4 GiB";
+  EXPECT_EQ(*code, 1);
+  const auto report = boost::json::parse(report_text(recv.stdout_text())).as_object();
+  EXPECT_NE(boost::json::value_to<std::string>(report.at("error")).find("over the maximum"), std::string::npos)
+      << recv.stdout_text();
+}

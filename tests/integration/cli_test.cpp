@@ -117,6 +117,12 @@ TEST(Cli, NetemAndArqToolsDescribeTheirFlagsAndRefuseBadOnes) {
   const Result bad_size = run({"volley", "arq-send", "--to", "127.0.0.1:9", "--size", "8", "--count", "1"});
   EXPECT_EQ(bad_size.code, 2);
   EXPECT_NE(bad_size.err.find("--size must be"), std::string::npos) << bad_size.err;
+  // A negative count used to wrap to 2^64 - 5 and send until the buffer filled.
+  for (const char* count : {"-5", "0"}) {
+    const Result bad_count = run({"volley", "arq-send", "--to", "127.0.0.1:9", "--count", count});
+    EXPECT_NE(bad_count.code, 0) << count;
+    EXPECT_NE(bad_count.err.find("--count"), std::string::npos) << bad_count.err;
+  }
   EXPECT_NE(run({"volley", "arq-recv"}).code, 0);  // --listen is required
   EXPECT_NE(run({"volley", "arq-bench", "--scenario", "9"}).code, 0);
 }

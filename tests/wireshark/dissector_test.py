@@ -77,6 +77,11 @@ def gnb_capture():
     s.send(gnb_frame(0x1001, struct.pack("!I", 10) + bytes(61)))                     # 15: control over 64
     s.send(gnb_frame(0x1002, b"abc"))                                                # 16: ack under 4
     s.send(gnb_frame(0x7777, bytes(10)))                                             # 17: unknown type
+    # A second connection: docs/PROTOCOL.md's ack-with-checksum example (its
+    # control message is not in the capture) and the largest legal data message.
+    t = TcpStream(cap, 32101, client_port=40002)                                     # 18, 19, 20
+    t.send(bytes.fromhex("10 04 00 00 00 08 00 00 00 07 e3 06 92 83"), to_server=False)  # 21
+    t.send(bytes.fromhex("80 01 00 01 00 00") + bytes(65536), cuts=(1400, 30000))    # 22, 23, 24
     path = f"{WORK}/gnb.pcap"
     cap.write(path)
     return path
@@ -97,6 +102,10 @@ def test_gnb():
     expect("gnb control over its limit", "limit" in rows.get(15, [""] * 6)[5], True)
     expect("gnb ack under its minimum", "minimum" in rows.get(16, [""] * 6)[5], True)
     expect("gnb unknown type", "Unknown message type" in rows.get(17, [""] * 6)[5], True)
+    expect("gnb ack-with-checksum example", [rows.get(21, [""] * 5)[i] for i in (0, 1, 2, 4)],
+           ["0x1004", "8", "7", "unverified (control message not in the capture)"])
+    expect("gnb largest legal data message", (22 in rows, 23 in rows, rows.get(24, [])[:2], rows.get(24, [""] * 6)[5]),
+           (False, False, ["0x8001", "65536"], ""))
 
 
 def test_checked():
@@ -128,6 +137,11 @@ def test_rpc():
     s.send(struct.pack("!III", 9, 0, 77))                                            # 7: unknown id
     s.send(bytes.fromhex("00 00 00 09 00 00 00 09 ff ff ff ff 00 00 00 01 00 00 00 01 78"), to_server=False)  # 8
     s.send(struct.pack("!III", 10, 0, 1) + struct.pack("!III", 11, 0, 3), cuts=(14,))  # 9, 10: two requests
+    # A second connection: docs/PROTOCOL.md's error reply example, byte for byte, and the keepalive's bytes.
+    t = TcpStream(cap, 32102, client_port=40003)                                     # 11, 12, 13
+    t.send(struct.pack("!III", 5, 0, 77))                                            # 14
+    t.send(bytes.fromhex("00 00 00 05 00 00 00 09 ff ff ff ff 00 00 00 01 00 00 00 01 78"), to_server=False)  # 15
+    t.send(bytes.fromhex("00 00 00 00 00 00 00 00 ff ff ff fe"), to_server=False)    # 16
     path = f"{WORK}/rpc.pcap"
     cap.write(path)
     rows = fields(path, ["volley_rpc.sequence", "volley_rpc.message_id", "volley_rpc.kind", "volley_rpc.request_in",
@@ -137,6 +151,8 @@ def test_rpc():
     expect("rpc reply matched", rows.get(6, [])[:4], ["5", "2", "reply", "4"])
     expect("rpc error reply", rows.get(8, []), ["9", "4294967295", "error reply", "7", "1", "x"])
     expect("rpc two requests over two segments", (rows.get(9, [])[:1], rows.get(10, [])[:3]), (["10"], ["11", "3", "request"]))
+    expect("rpc error reply example", rows.get(15, []), ["5", "4294967295", "error reply", "14", "1", "x"])
+    expect("rpc keepalive example", rows.get(16, [])[:3], ["0", "4294967294", "keepalive"])
     times = fields(path, ["volley_rpc.response_time"])
     expect("rpc response time", times.get(6), ["0.002"])
 

@@ -37,7 +37,7 @@ ArqConfigs make_configs(const ArqOptions& o) {
   ArqConfigs c;
   c.sender.scheme = c.receiver.scheme = *parse_scheme(o.protocol);
   c.sender.window = c.receiver.window = o.window;
-  c.sender.max_payload = 1472 - arq::kDataHeaderSize;  // one datagram within a 1500-byte MTU
+  c.sender.max_payload = kMaxMessageSize;  // one datagram within a 1500-byte MTU
   c.sender.fast_retransmit_after = o.fast_retransmit_after;
   if (o.fixed_timeout_ms > 0)
     c.sender.rto.fixed = std::chrono::duration_cast<arq::Nanos>(std::chrono::duration<double, std::milli>(o.fixed_timeout_ms));
@@ -46,8 +46,8 @@ ArqConfigs make_configs(const ArqOptions& o) {
 
 std::string check_arq_options(const ArqOptions& o) {
   if (o.protocol != "tcp" && !parse_scheme(o.protocol)) return "--protocol must be sr, gbn, saw or tcp";
-  if (o.size < kArqStampSize || o.size > 1472 - arq::kDataHeaderSize)
-    return fmt::format("--size must be {} to {} bytes", kArqStampSize, 1472 - arq::kDataHeaderSize);
+  if (o.size < kArqStampSize || o.size > kMaxMessageSize)
+    return fmt::format("--size must be {} to {} bytes", kArqStampSize, kMaxMessageSize);
   return {};
 }
 
@@ -88,7 +88,16 @@ int run_recv(const ArqOptions& o) {
         signals.cancel();
         return;
       }
-      frame.resize(wire::load_u32_be(length.data()));
+      // The length is the peer's word: never allocate more than a message can be.
+      const std::uint32_t n = wire::load_u32_be(length.data());
+      if (n > kMaxMessageSize) {
+        error = fmt::format("message length {} over the maximum {} (connection closed)", n, kMaxMessageSize);
+        boost::system::error_code ignored;
+        tcp.close(ignored);
+        signals.cancel();
+        return;
+      }
+      frame.resize(n);
       asio::async_read(tcp, asio::buffer(frame), [&](const boost::system::error_code& ec2, std::size_t) {
         if (ec2) {
           error = ec2.message();
@@ -145,6 +154,7 @@ int run_recv(const ArqOptions& o) {
   const DelayStats s = delay_stats(records);
   boost::json::object report{{"tool", "volley arq-recv"}, {"protocol", o.protocol}, {"delay", to_json(s)},
                               {"damaged_messages", damaged}, {"error", error}};
+  if (channel) report["foreign_datagrams"] = channel->stats().foreign_datagrams;
   if (channel) {
     const auto& r = channel->receiver().stats();
     report["receiver"] = boost::json::object{{"packets_received", r.packets_received}, {"delivered", r.delivered},
@@ -160,6 +170,7 @@ int run_recv(const ArqOptions& o) {
                "p99 {:.3f} ms, max {:.3f} ms{}\n",
                o.protocol, s.count, s.mean, s.median, s.stdev, s.min, s.p99, s.max,
                error.empty() ? "" : "; error: " + error);
+    if (channel) fmt::print("  foreign datagrams (not from the sender, ignored): {}\n", channel->stats().foreign_datagrams);
   }
   return error.empty() ? 0 : 1;
 }
@@ -282,7 +293,9 @@ Runner add_arq_commands(CLI::App& app) {
   auto o = std::make_shared<ArqOptions>();
   auto* send = app.add_subcommand("arq-send", "Send a message every interval over an ARQ channel (or TCP)");
   send->add_option("--to", o->address, "ADDRESS:PORT of the receiver (or of a netem relay)")->required();
-  send->add_option("--count", o->count, "Messages to send")->capture_default_str();
+  send->add_option("--count", o->count, "Messages to send")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
   send->add_option("--interval", o->interval_ms, "Milliseconds between messages")->capture_default_str()->check(CLI::NonNegativeNumber);
   send->add_option("--timeout", o->fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298 estimate)");
   send->add_option("--fast-retransmit-after", o->fast_retransmit_after,

@@ -12,6 +12,9 @@
 
 namespace volley::tools {
 
+// The largest message the ARQ tools carry: one datagram within a 1500-byte MTU, less the ARQ header.
+inline constexpr std::size_t kMaxMessageSize = 1472 - arq::kDataHeaderSize;
+
 struct ArqOptions {
   std::string address;
   std::string protocol = "sr";

@@ -41,6 +41,8 @@ struct NetemOptions {
   std::string ready_file;
   std::string port_file;
   std::string pcap;
+  std::size_t max_clients = 1024;
+  double client_idle_s = 60;
 };
 
 boost::json::object to_json(const LinkCounters& c) {
@@ -140,6 +142,11 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
     extra["receive_errors"] = relay.errors().receive_errors;
     if (capture)
       extra["pcap"] = {{"file", o.pcap}, {"packets", capture->packets()}, {"write_errors", capture->errors()}};
+    if constexpr (requires { relay.client_counts(); }) {
+      const auto& c = relay.client_counts();
+      extra["clients"] = {{"opened", c.opened},   {"expired", c.expired}, {"refused", c.refused},
+                          {"orphaned", c.orphaned}, {"live", relay.clients()}};
+    }
     fmt::print("{}\n", to_json_text(extra));
   } else {
     fmt::print("volley netem report: {:.3f} s, seed {}\n", seconds_since(start), o.seed);
@@ -149,6 +156,11 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
                relay.errors().send_failures, relay.errors().receive_errors);
     if (capture)
       fmt::print("  capture: {} packets written to {} ({} write errors)\n", capture->packets(), o.pcap, capture->errors());
+    if constexpr (requires { relay.client_counts(); }) {
+      const auto& c = relay.client_counts();
+      fmt::print("  clients: {} opened, {} expired when idle, {} refused, {} live; {} packets for forgotten clients dropped\n",
+                 c.opened, c.expired, c.refused, relay.clients(), c.orphaned);
+    }
   }
   return 0;
 }
@@ -183,7 +195,10 @@ int run_udp(const NetemOptions& o) {
   asio::io_context loop(1);
   std::unique_ptr<netem::UdpRelay> relay;
   try {
-    relay = std::make_unique<netem::UdpRelay>(loop, *listen, *forward, up, down, o.seed);
+    const netem::RelayLimits limits{
+        .max_clients = o.max_clients,
+        .client_idle = std::chrono::milliseconds(static_cast<std::int64_t>(o.client_idle_s * 1000))};
+    relay = std::make_unique<netem::UdpRelay>(loop, *listen, *forward, up, down, o.seed, limits);
   } catch (const std::exception& e) {
     fmt::print(stderr, "volley netem: cannot listen on {}: {}\n", o.listen, e.what());
     return 1;
@@ -243,6 +258,14 @@ Runner add_netem_command(CLI::App& app) {
   cmd->add_option("--listen", o->listen, "Address:port clients send to")->capture_default_str();
   cmd->add_option("--forward", o->forward, "Address:port the datagrams are relayed to");
   add_common(*cmd, *o);
+  cmd->add_option("--max-clients", o->max_clients,
+                  "Clients (source addresses) relayed at once; a new one over it is dropped and counted")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}));
+  cmd->add_option("--client-idle", o->client_idle_s,
+                  "Seconds without traffic either way after which a client's upstream socket is closed")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 86400.0));
   cmd->add_option("--port-file", o->port_file,
                   "Once relaying, write the port listened on to this file (atomically: whole or not at all)");
   auto* tun = cmd->add_subcommand("tun", "Relay IP packets between two TUN devices (see scripts/netem-tun.sh); needs root");

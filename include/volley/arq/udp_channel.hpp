@@ -20,7 +20,10 @@
 namespace volley::arq {
 
 struct ChannelStats {
-  std::uint64_t foreign_datagrams = 0;  // from an address that is not the peer
+  // From an address that is not the peer, or, before a listener has its peer,
+  // anything but a valid data packet of its conversation (a stray ack, another
+  // conversation's packet, garbage): none of these can capture the listener.
+  std::uint64_t foreign_datagrams = 0;
   std::uint64_t send_failures = 0;
 };
 
@@ -29,7 +32,8 @@ class ArqChannel {
   using MessageHandler = std::function<void(std::span<const std::byte> message)>;
   using Done = std::function<void(const std::string& error)>;  // empty: success
 
-  // `peer` unset: the first valid packet's source becomes the peer (a listener).
+  // `peer` unset: a listener; the source of the first valid data packet of the
+  // receiver's conversation becomes the peer.
   ArqChannel(boost::asio::io_context& loop, boost::asio::ip::udp::socket socket,
              std::optional<boost::asio::ip::udp::endpoint> peer, const SenderConfig& sender,
              const ReceiverConfig& receiver, MessageHandler on_message);
@@ -58,6 +62,7 @@ class ArqChannel {
   boost::asio::ip::udp::socket socket_;
   boost::asio::steady_timer timer_;
   std::optional<boost::asio::ip::udp::endpoint> peer_;
+  std::uint32_t conversation_;
   ArqSender sender_;
   ArqReceiver receiver_;
   MessageHandler on_message_;

@@ -2,12 +2,17 @@
 // `volley netem`'s UDP mode: datagrams from any client to `listen` go up the
 // impaired link to `forward`, from a socket of that client's own (so replies
 // find their way back), and replies come down the link to the client.
+// Per-client state is bounded: at most `max_clients` at once, each forgotten
+// after `client_idle` without traffic either way, and a socket that cannot be
+// opened (descriptors exhausted) costs that datagram, never the relay.
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <vector>
 
 #include <boost/asio/ip/udp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <volley/netem/pcap_writer.hpp>
 #include <volley/netem/relay_core.hpp>
@@ -19,12 +24,24 @@ struct RelayErrors {
   std::uint64_t receive_errors = 0;
 };
 
+struct RelayLimits {
+  std::size_t max_clients = 1024;
+  std::chrono::milliseconds client_idle{60'000};
+};
+
+struct RelayClientCounts {
+  std::uint64_t opened = 0;
+  std::uint64_t expired = 0;   // forgotten after client_idle without traffic
+  std::uint64_t refused = 0;   // a new client's datagram dropped: max_clients reached or no socket to be had
+  std::uint64_t orphaned = 0;  // packets still on the link for a client already forgotten, dropped
+};
+
 class UdpRelay {
  public:
   // Binds at once; throws boost::system::system_error when it cannot.
   UdpRelay(boost::asio::io_context& loop, const boost::asio::ip::udp::endpoint& listen,
            const boost::asio::ip::udp::endpoint& forward, const Impairment& up, const Impairment& down,
-           std::uint64_t seed);
+           std::uint64_t seed, RelayLimits limits = {});
 
   boost::asio::ip::udp::endpoint local_endpoint() const { return listen_.local_endpoint(); }
   void start();
@@ -36,29 +53,44 @@ class UdpRelay {
   const RelayCore& core() const noexcept { return core_; }
   RelayCore& core() noexcept { return core_; }
   const RelayErrors& errors() const noexcept { return errors_; }
-  std::size_t clients() const noexcept { return sessions_.size(); }
+  const RelayClientCounts& client_counts() const noexcept { return counts_; }
+  std::size_t clients() const noexcept { return by_client_.size(); }
 
  private:
+  // One client's upstream socket. A packet's tag names its slot and the slot's
+  // generation, so a packet still on the link when its client is forgotten
+  // (and the slot reused) is recognised and dropped, never misdelivered.
   struct Session {
     boost::asio::ip::udp::endpoint client;
     boost::asio::ip::udp::socket upstream;
-    std::vector<std::byte> buffer;
+    std::uint32_t generation = 0;
+    bool live = false;
+    std::chrono::steady_clock::time_point last_active{};
   };
 
+  Session* session_of(std::uint64_t tag);
+  std::optional<std::uint64_t> session_for(const boost::asio::ip::udp::endpoint& client);
+  void forget(std::size_t slot);
+  void expire_idle();
+  void arm_sweep();
   void record_departure(bool up, const Departure& d);
   void receive_from_clients();
-  void receive_from_upstream(std::size_t index);
-  std::size_t session_for(const boost::asio::ip::udp::endpoint& client);
+  void wait_upstream(std::size_t slot, std::uint32_t generation);
 
   boost::asio::io_context& loop_;
   boost::asio::ip::udp::socket listen_;
   boost::asio::ip::udp::endpoint forward_;
-  std::vector<std::byte> buffer_;
+  RelayLimits limits_;
+  std::vector<std::byte> buffer_;           // the listening socket's pending receive
+  std::vector<std::byte> upstream_buffer_;  // every client's upstream socket: read synchronously once readable
   boost::asio::ip::udp::endpoint sender_;
-  std::vector<std::unique_ptr<Session>> sessions_;  // index is the packet tag
+  std::vector<std::unique_ptr<Session>> slots_;
+  std::vector<std::size_t> free_slots_;
   std::map<boost::asio::ip::udp::endpoint, std::size_t> by_client_;
+  boost::asio::steady_timer sweep_;
   RelayCore core_;
   RelayErrors errors_;
+  RelayClientCounts counts_;
   PcapWriter* capture_ = nullptr;
   bool stopped_ = false;
 };

@@ -10,6 +10,7 @@ ArqChannel::ArqChannel(asio::io_context& loop, udp::socket socket, std::optional
     : socket_(std::move(socket)),
       timer_(loop),
       peer_(peer),
+      conversation_(receiver.conversation),
       sender_(sender),
       receiver_(receiver),
       on_message_(std::move(on_message)),
@@ -60,8 +61,13 @@ void ArqChannel::receive() {
     if (!ec) {
       const std::span<const std::byte> packet(buffer_.data(), n);
       const Nanos t = now();
-      if (!peer_ && decode(packet).error == PacketError::none) peer_ = from_;
-      if (peer_ && from_ != *peer_) {
+      if (!peer_) {
+        // A listener binds to a sender, never to whatever arrives first: only a
+        // data packet of its own conversation with a valid checksum will do.
+        const Decoded d = decode(packet);
+        if (d.error == PacketError::none && !d.is_ack && d.data.conversation == conversation_) peer_ = from_;
+      }
+      if (!peer_ || from_ != *peer_) {
         stats_.foreign_datagrams += 1;
       } else if (n > 4 && std::to_integer<int>(packet[4]) == 2) {
         sender_.on_packet(packet, t);

@@ -12,6 +12,10 @@ using asio::ip::udp;
 namespace {
 constexpr std::size_t kMaxDatagram = 65536;
 
+std::uint64_t make_tag(std::size_t slot, std::uint32_t generation) {
+  return (std::uint64_t{generation} << 32) | slot;
+}
+
 void put16(std::vector<std::byte>& out, std::size_t at, std::uint32_t v) {
   out[at] = static_cast<std::byte>(v >> 8);
   out[at + 1] = static_cast<std::byte>(v);
@@ -55,11 +59,139 @@ std::vector<std::byte> ip_udp_packet(const udp::endpoint& from, const udp::endpo
 }
 }  // namespace
 
+UdpRelay::UdpRelay(asio::io_context& loop, const udp::endpoint& listen, const udp::endpoint& forward,
+                   const Impairment& up, const Impairment& down, std::uint64_t seed, RelayLimits limits)
+    : loop_(loop),
+      listen_(loop, listen),
+      forward_(forward),
+      limits_(limits),
+      buffer_(kMaxDatagram),
+      upstream_buffer_(kMaxDatagram),
+      sweep_(loop),
+      core_(
+          loop, up, down, seed,
+          [this](Departure& d) {
+            Session* s = session_of(d.tag);
+            if (s == nullptr) return;
+            if (capture_) record_departure(true, d);
+            boost::system::error_code ec;
+            s->upstream.send(asio::buffer(d.bytes), 0, ec);
+            if (ec) errors_.send_failures += 1;
+          },
+          [this](Departure& d) {
+            Session* s = session_of(d.tag);
+            if (s == nullptr) return;
+            if (capture_) record_departure(false, d);
+            boost::system::error_code ec;
+            listen_.send_to(asio::buffer(d.bytes), s->client, 0, ec);
+            if (ec) errors_.send_failures += 1;
+          }) {
+  listen_.non_blocking(true);
+}
+
+void UdpRelay::start() {
+  receive_from_clients();
+  arm_sweep();
+}
+
+void UdpRelay::stop() {
+  stopped_ = true;
+  core_.stop();
+  sweep_.cancel();
+  boost::system::error_code ignored;
+  listen_.close(ignored);
+  for (auto& s : slots_) s->upstream.close(ignored);
+}
+
+UdpRelay::Session* UdpRelay::session_of(std::uint64_t tag) {
+  const auto slot = static_cast<std::size_t>(tag & 0xFFFFFFFFu);
+  const auto generation = static_cast<std::uint32_t>(tag >> 32);
+  Session* s = slot < slots_.size() ? slots_[slot].get() : nullptr;
+  if (s == nullptr || !s->live || s->generation != generation) {
+    counts_.orphaned += 1;
+    return nullptr;
+  }
+  return s;
+}
+
+std::optional<std::uint64_t> UdpRelay::session_for(const udp::endpoint& client) {
+  const auto now = std::chrono::steady_clock::now();
+  if (auto it = by_client_.find(client); it != by_client_.end()) {
+    Session& s = *slots_[it->second];
+    s.last_active = now;
+    return make_tag(it->second, s.generation);
+  }
+  if (by_client_.size() >= limits_.max_clients) expire_idle();
+  const auto refuse = [&](const std::string& why) -> std::optional<std::uint64_t> {
+    // Warn on the first refusal and then every 1000th: a flood must not flood the log.
+    if (counts_.refused++ % 1000 == 0)
+      spdlog::warn("netem: datagram from new client {}:{} dropped: {} ({} refused so far)",
+                   client.address().to_string(), client.port(), why, counts_.refused);
+    return std::nullopt;
+  };
+  if (by_client_.size() >= limits_.max_clients) return refuse(fmt::format("{} clients already", limits_.max_clients));
+
+  udp::socket upstream(loop_);
+  boost::system::error_code ec;
+  upstream.open(forward_.protocol(), ec);
+  if (!ec) upstream.non_blocking(true, ec);
+  if (!ec) upstream.connect(forward_, ec);
+  if (ec) return refuse("no upstream socket: " + ec.message());
+
+  std::size_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = slots_.size();
+    slots_.push_back(std::make_unique<Session>(Session{{}, udp::socket(loop_), 0, false, {}}));
+  }
+  Session& s = *slots_[slot];
+  s.client = client;
+  s.upstream = std::move(upstream);
+  s.live = true;
+  s.last_active = now;
+  by_client_.emplace(client, slot);
+  counts_.opened += 1;
+  spdlog::debug("netem: new client {}:{} (relayed from local port {})", client.address().to_string(), client.port(),
+                s.upstream.local_endpoint(ec).port());
+  wait_upstream(slot, s.generation);
+  return make_tag(slot, s.generation);
+}
+
+void UdpRelay::forget(std::size_t slot) {
+  Session& s = *slots_[slot];
+  boost::system::error_code ignored;
+  s.upstream.close(ignored);  // its pending wait completes with operation_aborted and stops there
+  s.live = false;
+  s.generation += 1;
+  by_client_.erase(s.client);
+  free_slots_.push_back(slot);
+}
+
+void UdpRelay::expire_idle() {
+  const auto cutoff = std::chrono::steady_clock::now() - limits_.client_idle;
+  std::vector<std::size_t> idle;
+  for (const auto& [client, slot] : by_client_)
+    if (slots_[slot]->last_active < cutoff) idle.push_back(slot);
+  for (const std::size_t slot : idle) forget(slot);
+  counts_.expired += idle.size();
+}
+
+void UdpRelay::arm_sweep() {
+  sweep_.expires_after(std::max(std::chrono::milliseconds(10), limits_.client_idle / 4));
+  sweep_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    expire_idle();
+    arm_sweep();
+  });
+}
+
 void UdpRelay::capture_to(PcapWriter& writer) {
   capture_ = &writer;
   // Arrivals: client -> relay on the way up, forward side -> relay's upstream socket on the way down.
   core_.set_arrival_observer([this](bool up, std::span<const std::byte> bytes, std::uint64_t tag, const Admission& a) {
-    const Session& s = *sessions_[tag];
+    const Session& s = *slots_[tag & 0xFFFFFFFFu];  // arriving now: its session is live
     boost::system::error_code ec;
     const auto packet = up ? ip_udp_packet(s.client, listen_.local_endpoint(ec), bytes)
                            : ip_udp_packet(forward_, s.upstream.local_endpoint(ec), bytes);
@@ -68,59 +200,11 @@ void UdpRelay::capture_to(PcapWriter& writer) {
 }
 
 void UdpRelay::record_departure(bool up, const Departure& d) {
-  const Session& s = *sessions_[d.tag];
+  const Session& s = *slots_[d.tag & 0xFFFFFFFFu];  // checked live by the sink
   boost::system::error_code ec;
   const auto packet = up ? ip_udp_packet(s.upstream.local_endpoint(ec), forward_, d.bytes)
                          : ip_udp_packet(listen_.local_endpoint(ec), s.client, d.bytes);
   capture_->write(PcapWriter::Interface::sent, packet, capture_comment(d));
-}
-
-UdpRelay::UdpRelay(asio::io_context& loop, const udp::endpoint& listen, const udp::endpoint& forward,
-                   const Impairment& up, const Impairment& down, std::uint64_t seed)
-    : loop_(loop),
-      listen_(loop, listen),
-      forward_(forward),
-      buffer_(kMaxDatagram),
-      core_(
-          loop, up, down, seed,
-          [this](Departure& d) {
-            if (capture_) record_departure(true, d);
-            boost::system::error_code ec;
-            sessions_[d.tag]->upstream.send(asio::buffer(d.bytes), 0, ec);
-            if (ec) errors_.send_failures += 1;
-          },
-          [this](Departure& d) {
-            if (capture_) record_departure(false, d);
-            boost::system::error_code ec;
-            listen_.send_to(asio::buffer(d.bytes), sessions_[d.tag]->client, 0, ec);
-            if (ec) errors_.send_failures += 1;
-          }) {
-  listen_.non_blocking(true);
-}
-
-void UdpRelay::start() { receive_from_clients(); }
-
-void UdpRelay::stop() {
-  stopped_ = true;
-  core_.stop();
-  boost::system::error_code ignored;
-  listen_.close(ignored);
-  for (auto& s : sessions_) s->upstream.close(ignored);
-}
-
-std::size_t UdpRelay::session_for(const udp::endpoint& client) {
-  if (auto it = by_client_.find(client); it != by_client_.end()) return it->second;
-  auto session = std::make_unique<Session>(Session{client, udp::socket(loop_), std::vector<std::byte>(kMaxDatagram)});
-  session->upstream.open(forward_.protocol());
-  session->upstream.non_blocking(true);
-  session->upstream.connect(forward_);
-  const std::size_t index = sessions_.size();
-  sessions_.push_back(std::move(session));
-  by_client_.emplace(client, index);
-  spdlog::info("netem: new client {}:{} (relayed from local port {})", client.address().to_string(), client.port(),
-               sessions_[index]->upstream.local_endpoint().port());
-  receive_from_upstream(index);
-  return index;
 }
 
 void UdpRelay::receive_from_clients() {
@@ -128,27 +212,35 @@ void UdpRelay::receive_from_clients() {
     if (stopped_ || ec == asio::error::operation_aborted) return;
     if (ec) {
       errors_.receive_errors += 1;  // e.g. ICMP unreachable reported on the socket
-    } else {
-      const std::size_t tag = session_for(sender_);
-      core_.submit_up(std::vector<std::byte>(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n)), tag);
+    } else if (const auto tag = session_for(sender_)) {
+      core_.submit_up(std::vector<std::byte>(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n)), *tag);
     }
     receive_from_clients();
   });
 }
 
-void UdpRelay::receive_from_upstream(std::size_t index) {
-  Session& s = *sessions_[index];
-  s.upstream.async_receive(asio::buffer(s.buffer), [this, index](const boost::system::error_code& ec, std::size_t n) {
+void UdpRelay::wait_upstream(std::size_t slot, std::uint32_t generation) {
+  // Wait for readability, then read what is there into the shared buffer: no
+  // receive buffer is held per client while it is quiet.
+  slots_[slot]->upstream.async_wait(udp::socket::wait_read, [this, slot, generation](const boost::system::error_code& ec) {
     if (stopped_ || ec == asio::error::operation_aborted) return;
-    Session& session = *sessions_[index];
-    if (ec) {
-      errors_.receive_errors += 1;  // connection refused: nothing listens at the forward address yet
-    } else {
+    Session& s = *slots_[slot];
+    if (!s.live || s.generation != generation) return;
+    for (int round = 0; round < 64; ++round) {
+      boost::system::error_code read_error;
+      const std::size_t n = s.upstream.receive(asio::buffer(upstream_buffer_), 0, read_error);
+      if (read_error == asio::error::would_block) break;
+      if (read_error) {
+        errors_.receive_errors += 1;  // connection refused: nothing listens at the forward address yet
+        continue;
+      }
+      s.last_active = std::chrono::steady_clock::now();
       core_.submit_down(
-          std::vector<std::byte>(session.buffer.begin(), session.buffer.begin() + static_cast<std::ptrdiff_t>(n)),
-          index);
+          std::vector<std::byte>(upstream_buffer_.begin(), upstream_buffer_.begin() + static_cast<std::ptrdiff_t>(n)),
+          make_tag(slot, generation));
+      if (!s.live || s.generation != generation) return;  // (a capture observer cannot forget it, but be sure)
     }
-    receive_from_upstream(index);
+    wait_upstream(slot, generation);
   });
 }
 
