@@ -3,14 +3,17 @@
 // and a signal that arrives the instant it says so stops it cleanly, with its
 // report, never by the signal's default action.
 #include <csignal>
+#include <filesystem>
 #include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
 #include "child_process.hpp"
+#include "raw_client.hpp"
 
 namespace volley::test {
 namespace {
@@ -121,6 +124,69 @@ TEST(ServerPrograms, AnUnwritablePortFileIsAnErrorNotASilentWait) {
   ASSERT_TRUE(code.has_value()) << "kept running without its port file";
   EXPECT_NE(*code, 0);
   EXPECT_NE(p.stderr_text().find("cannot write --port-file"), std::string::npos) << p.stderr_text();
+}
+
+}  // namespace
+}  // namespace volley::test
+
+namespace volley::test {
+namespace {
+
+std::size_t count_lines_with(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Out of descriptors, a pending connection keeps the listener readable: the
+// server used to retry the accept at once, burning a core and logging every
+// failure (millions of lines). Now it refuses pending connections one at a
+// time with a reserve descriptor, pauses between tries, warns rarely, counts
+// the refusals, and serves again once descriptors free up.
+TEST(ServerPrograms, OutOfDescriptorsTheyRefuseAndRecoverInsteadOfSpinning) {
+  TempDir dir;
+  std::size_t inherited = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++inherited;
+  const std::string limit = std::to_string(inherited + 20);
+  ChildProcess server({"/usr/bin/prlimit", "--nofile=" + limit + ":" + limit, "--", bin("volley"), "echo-server",
+                       "--port", "0", "--json", "--no-progress", "--port-file", dir.file("port")},
+                      dir.file("server"));
+  int port = 0;
+  for (int i = 0; i < 1000 && port == 0; ++i) {
+    const std::string text = read_file(dir.file("port"));
+    if (!text.empty()) port = std::stoi(text);
+    else std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GT(port, 0) << server.stderr_text();
+  {
+    std::vector<std::unique_ptr<RawClient>> clients;
+    for (int i = 0; i < 60; ++i) clients.push_back(std::make_unique<RawClient>(port));
+    // Let the server sit out of descriptors for a while with connections pending.
+    for (int i = 0; i < 100 && count_lines_with(server.stderr_text(), "refusing connections") == 0; ++i)
+      std::this_thread::sleep_for(20ms);
+    std::this_thread::sleep_for(1s);
+    // The connections it took are served meanwhile.
+    const std::vector<std::byte> ping(16, std::byte{7});
+    clients.front()->send(ping);
+    EXPECT_EQ(clients.front()->read(ping.size()), ping);
+  }
+  // Descriptors free again: a new client is served.
+  bool served = false;
+  for (int attempt = 0; attempt < 100 && !served; ++attempt) {
+    RawClient client(port);
+    const std::vector<std::byte> ping(8, std::byte{9});
+    client.send(ping);
+    served = client.read(ping.size()) == ping;
+    if (!served) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(served);
+  server.send_signal(SIGTERM);
+  ASSERT_EQ(server.wait_for(20s).value_or(-1), 0) << server.stderr_text();
+  const auto report = boost::json::parse(report_text(server.stdout_text())).as_object();
+  EXPECT_GT(boost::json::value_to<std::uint64_t>(report.at("refused_connections")), 0u);
+  // One warning, and one per thousand refusals after it; never a line per failed accept.
+  const std::string log = server.stderr_text();
+  EXPECT_LE(count_lines_with(log, "accept failed"), 3u) << log.substr(0, 2000);
 }
 
 }  // namespace

@@ -337,12 +337,14 @@ int run_echo_server(const EchoServerOptions& o) {
   boost::json::object report{{"tool", "volley echo-server"},        {"proto", to_string(o.proto)},
                              {"connections", t.connections},         {"bytes", t.bytes},
                              {"datagrams", t.datagrams},             {"errors", t.errors},
-                             {"handshake_failures", t.handshake_failures}, {"uptime_s", seconds_since(start)}};
+                             {"handshake_failures", t.handshake_failures}, {"uptime_s", seconds_since(start)},
+                             {"refused_connections", server.refused_connections()}};
   if (o.json) {
     fmt::print("{}\n", to_json_text(report));
   } else {
-    fmt::print("connections {}, bytes echoed {}, datagrams {}, errors {}, TLS handshake failures {}\n", t.connections,
-               t.bytes, t.datagrams, t.errors, t.handshake_failures);
+    fmt::print("connections {}, bytes echoed {}, datagrams {}, errors {}, TLS handshake failures {}, refused (out of "
+               "descriptors) {}\n",
+               t.connections, t.bytes, t.datagrams, t.errors, t.handshake_failures, server.refused_connections());
   }
   return 0;
 }

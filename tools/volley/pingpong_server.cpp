@@ -145,7 +145,8 @@ int run_server(const ServerOptions& o) {
                              {"protocol_errors", sum.messages.protocol_errors},
                              {"high_water_events", sum.messages.high_water_events},
                              {"unsent_bytes", sum.unsent_bytes},
-                             {"closes", closes}};
+                             {"closes", closes},
+                             {"refused_connections", server.refused_connections()}};
   if (o.json) {
     fmt::print("{}\n", to_json_text(report));
   } else {

@@ -62,7 +62,7 @@ int run_server(const RpcOptions& o) {
   });
   server.run();
   if (o.json) {
-    fmt::print("{}\n", to_json_text(boost::json::object{{"tool", "volley rpc-server"}, {"calls", served.load()}}));
+    fmt::print("{}\n", to_json_text(boost::json::object{{"tool", "volley rpc-server"}, {"calls", served.load()}, {"refused_connections", server.refused_connections()}}));
   } else {
     fmt::print("volley rpc-server: {} calls answered\n", served.load());
   }

@@ -122,9 +122,11 @@ int run_target(const TargetOptions& o) {
     report["uptime_s"] = seconds;
     report["cpu_s"] = cpu_seconds;
     report["cpu_ns_per_frame"] = cpu_ns_per_frame(cpu_seconds, totals);
+    report["refused_connections"] = server.refused_connections();
     fmt::print("{}\n", to_json_text(report));
   } else {
     print_text_report(o, totals, seconds, cpu_seconds);
+    fmt::print("  connections refused while out of descriptors: {}\n", server.refused_connections());
   }
   return 0;
 }

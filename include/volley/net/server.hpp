@@ -82,6 +82,9 @@ class Server {
   /// The address and port listened on (after listen()).
   boost::asio::ip::tcp::endpoint local_endpoint() const;
   std::uint16_t port() const { return local_endpoint().port(); }
+  /// Connections refused (accepted and closed at once) while the process was
+  /// out of file descriptors; the server pauses accepting meanwhile instead of spinning.
+  std::uint64_t refused_connections() const noexcept { return tcp_ ? tcp_->refused_connections() : 0; }
   /// The signal that stopped the server, 0 if none did.
   int stop_signal() const noexcept { return stop_signal_; }
 

@@ -2,13 +2,16 @@
 // The acceptor side of the one-loop-per-thread model: it accepts on its own
 // loop and hands each new connection (its descriptor) to the next worker loop,
 // round-robin.
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <volley/net/loop_pool.hpp>
 #include <volley/net/tcp_connection.hpp>
@@ -34,19 +37,31 @@ class TcpServer {
   TcpServer(const TcpServer&) = delete;
   TcpServer& operator=(const TcpServer&) = delete;
 
+  ~TcpServer();
+
   boost::asio::ip::tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
   void start();
+  // Connections closed at once because the process was out of descriptors.
+  std::uint64_t refused_connections() const noexcept { return refused_.load(std::memory_order_relaxed); }
   // Stops accepting and closes every connection gracefully, each on its loop.
   // Call on the accept loop. The worker loops run until those closes finish.
   void shutdown();
 
  private:
   void do_accept();
+  void shed_one_connection();
   void adopt(std::size_t worker, boost::asio::ip::tcp::socket socket);
 
   boost::asio::io_context& accept_loop_;
   LoopPool& workers_;
   boost::asio::ip::tcp::acceptor acceptor_;
+  // Out of descriptors, a pending connection keeps the listener readable, so
+  // accepting again at once would spin. The server pauses accepting briefly,
+  // and spends a reserve descriptor to accept and close one pending
+  // connection per pause, so its client hears "no" instead of waiting.
+  boost::asio::steady_timer accept_pause_;
+  int reserve_fd_ = -1;
+  std::atomic<std::uint64_t> refused_{0};
   HandlerFactory factory_;
   SocketAdopter adopter_;
   // live_[w] is touched only on worker loop w.

@@ -1,5 +1,6 @@
 #include <volley/net/loop_pool.hpp>
 
+#include <boost/asio/ip/tcp.hpp>
 #include <spdlog/spdlog.h>
 
 namespace volley::net {
@@ -12,6 +13,11 @@ LoopPool::LoopPool(std::size_t threads, bool busy_poll) : busy_poll_(busy_poll) 
     // Concurrency hint 1: each context is run by one thread, so Asio can skip locking.
     loops_.push_back(std::make_unique<boost::asio::io_context>(1));
     guards_.push_back(boost::asio::make_work_guard(*loops_.back()));
+    // Asio creates a loop's reactor (epoll, eventfd, timerfd) with its first
+    // socket. Doing it now means a loop cannot fail later for want of file
+    // descriptors, when the process has run out of them and a connection
+    // arrives: that failure would be an exception on the loop's thread.
+    boost::asio::ip::tcp::socket reactor_now(*loops_.back());
   }
 }
 

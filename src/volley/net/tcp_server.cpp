@@ -1,6 +1,10 @@
 #include <volley/net/tcp_server.hpp>
 
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -14,6 +18,8 @@ TcpServer::TcpServer(asio::io_context& accept_loop, LoopPool& workers, const asi
     : accept_loop_(accept_loop),
       workers_(workers),
       acceptor_(accept_loop),
+      accept_pause_(accept_loop),
+      reserve_fd_(::open("/dev/null", O_RDONLY | O_CLOEXEC)),
       factory_(std::move(factory)),
       live_(workers.size()) {
   acceptor_.open(endpoint.protocol());
@@ -28,7 +34,19 @@ TcpServer::TcpServer(asio::io_context& accept_loop, LoopPool& workers, const asi
   adopter_ = std::move(adopter);
 }
 
+TcpServer::~TcpServer() {
+  if (reserve_fd_ >= 0) ::close(reserve_fd_);
+}
+
 void TcpServer::start() { do_accept(); }
+
+void TcpServer::shed_one_connection() {
+  if (reserve_fd_ < 0) return;
+  ::close(reserve_fd_);
+  const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd >= 0) ::close(fd);
+  reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
 
 void TcpServer::do_accept() {
   // Accept on the accept loop's own context and hand the worker only the
@@ -36,9 +54,24 @@ void TcpServer::do_accept() {
   // another, so the loops can be torn down in any order.
   acceptor_.async_accept([this](const boost::system::error_code& ec, asio::ip::tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
+        ec == asio::error::no_memory) {
+      // Keep serving the connections we have; refuse one pending connection,
+      // then wait a little before accepting again, so the loop does not spin.
+      const std::uint64_t refused = refused_.fetch_add(1, std::memory_order_relaxed) + 1;
+      if (refused == 1 || refused % 1000 == 0)
+        spdlog::warn("accept failed: {}; refusing connections until descriptors free up ({} so far)", ec.message(),
+                     refused);
+      shed_one_connection();
+      accept_pause_.expires_after(std::chrono::milliseconds(20));
+      accept_pause_.async_wait([this](const boost::system::error_code& wait_error) {
+        if (!wait_error && acceptor_.is_open()) do_accept();
+      });
+      return;
+    }
     if (ec) {
-      // Out of descriptors and the like: keep serving the connections we have.
-      spdlog::warn("accept failed: {}", ec.message());
+      // A connection reset before it was accepted, and the like: accept the next.
+      spdlog::debug("accept failed: {}", ec.message());
     } else {
       const std::size_t worker = workers_.next_index();
       const auto protocol = acceptor_.local_endpoint().protocol();
@@ -74,6 +107,7 @@ void TcpServer::adopt(std::size_t worker, asio::ip::tcp::socket socket) {
 
 void TcpServer::shutdown() {
   boost::system::error_code ignored;
+  accept_pause_.cancel();
   acceptor_.close(ignored);
   for (std::size_t w = 0; w < workers_.size(); ++w) {
     asio::post(workers_.loop(w), [this, w] {
