@@ -131,12 +131,7 @@ TEST(ArqRecv, TcpModeRefusesALengthOverTheLargestMessage) {
   ChildProcess recv({bin("volley"), "arq-recv", "--protocol", "tcp", "--listen", "127.0.0.1:0", "--json",
                      "--port-file", dir.file("port")},
                     dir.file("recv"));
-  int port = 0;
-  for (int i = 0; i < 1000 && port == 0; ++i) {
-    const std::string text = read_file(dir.file("port"));
-    if (!text.empty()) port = std::stoi(text);
-    else std::this_thread::sleep_for(10ms);
-  }
+  const int port = wait_for_port_file(dir.file("port"), recv);
   ASSERT_GT(port, 0) << recv.stderr_text();
   asio::io_context loop;
   asio::ip::tcp::socket peer(loop);

@@ -83,6 +83,16 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+int wait_for_port_file(const std::string& path, ChildProcess& program) {
+  for (int i = 0; i < 1000; ++i) {
+    const std::string text = read_file(path);
+    if (!text.empty()) return std::stoi(text);
+    if (program.wait_for(std::chrono::milliseconds(0))) return 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return 0;
+}
+
 std::string report_text(const std::string& stdout_text) {
   if (stdout_text.rfind('{', 0) == 0) return stdout_text;
   const auto at = stdout_text.find("\n{");

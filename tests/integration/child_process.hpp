@@ -46,6 +46,9 @@ class ChildProcess {
 };
 
 std::string read_file(const std::string& path);
+// The port a server program wrote to its --port-file: polled for up to 10 s
+// (sanitizer builds start slowly), 0 if it never came or the program exited.
+int wait_for_port_file(const std::string& path, ChildProcess& program);
 // A server program's JSON report: its stdout from the first line that opens
 // a JSON object (after the "listening ..." line every server prints first).
 std::string report_text(const std::string& stdout_text);

@@ -151,12 +151,7 @@ TEST(ServerPrograms, OutOfDescriptorsTheyRefuseAndRecoverInsteadOfSpinning) {
   ChildProcess server({"/usr/bin/prlimit", "--nofile=" + limit + ":" + limit, "--", bin("volley"), "echo-server",
                        "--port", "0", "--json", "--no-progress", "--port-file", dir.file("port")},
                       dir.file("server"));
-  int port = 0;
-  for (int i = 0; i < 1000 && port == 0; ++i) {
-    const std::string text = read_file(dir.file("port"));
-    if (!text.empty()) port = std::stoi(text);
-    else std::this_thread::sleep_for(10ms);
-  }
+  const int port = wait_for_port_file(dir.file("port"), server);
   ASSERT_GT(port, 0) << server.stderr_text();
   {
     std::vector<std::unique_ptr<RawClient>> clients;
