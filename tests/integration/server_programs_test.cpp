@@ -2,6 +2,7 @@
 // "listening <proto> <address>:<port>" line on stdout and --port-file say so,
 // and a signal that arrives the instant it says so stops it cleanly, with its
 // report, never by the signal's default action.
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <regex>
@@ -182,6 +183,61 @@ TEST(ServerPrograms, OutOfDescriptorsTheyRefuseAndRecoverInsteadOfSpinning) {
   // One warning, and one per thousand refusals after it; never a line per failed accept.
   const std::string log = server.stderr_text();
   EXPECT_LE(count_lines_with(log, "accept failed"), 3u) << log.substr(0, 2000);
+}
+
+}  // namespace
+}  // namespace volley::test
+
+namespace volley::test {
+namespace {
+
+// A peer that stops reading used to keep a stopping server flushing forever
+// (SIGTERM never finished, no report). Now the stop is bounded by
+// --shutdown-timeout: what is still open then is aborted, counted, and its
+// unsent bytes reported.
+TEST(ServerPrograms, AStopIsBoundedWhenAPeerStopsReading) {
+  TempDir dir;
+  // A high-water mark far above what the kernel buffers hold, so the echoes
+  // of what we send pile up in the server's queue, certainly unflushable.
+  ChildProcess server({bin("volley"), "pingpong-server", "--port", "0", "--json", "--no-progress", "--framing", "checked",
+                       "--high-water", std::to_string(256 << 20), "--heartbeat-ms", "0", "--shutdown-timeout", "1",
+                       "--port-file", dir.file("port")},
+                      dir.file("server"));
+  const int port = wait_for_port_file(dir.file("port"), server);
+  ASSERT_GT(port, 0) << server.stderr_text();
+
+  RawClient client(port);
+  constexpr std::size_t kPayload = 60'000, kFrames = 800;  // 48 MB, of which at most ~20 MB fit in kernel buffers
+  std::vector<std::byte> frame(5 + kPayload, std::byte{0x5a});
+  frame[0] = std::byte{static_cast<unsigned char>(frame.size() >> 16)};
+  frame[1] = std::byte{static_cast<unsigned char>(frame.size() >> 8)};
+  frame[2] = std::byte{static_cast<unsigned char>(frame.size())};
+  frame[3] = std::byte{1};
+  frame[4] = std::byte{0};  // XOR of an even number of equal bytes
+  std::atomic<std::size_t> sent{0};
+  std::thread sender([&] {
+    try {
+      for (std::size_t i = 0; i < kFrames; ++i, sent.fetch_add(1)) client.send(frame);
+    } catch (const std::exception&) {  // the server aborted the connection: expected once it stops
+    }
+  });
+  for (int i = 0; i < 3000 && sent.load() < kFrames; ++i) std::this_thread::sleep_for(10ms);
+  if (sent.load() < kFrames) {
+    server.send_signal(SIGKILL);  // resets the connection, so the sender's blocked send returns
+    sender.join();
+    FAIL() << "the server stopped reading before its high-water mark: " << sent.load() << " frames sent";
+  }
+
+  server.send_signal(SIGTERM);
+  const auto code = server.wait_for(30s);
+  if (!code) server.send_signal(SIGKILL);
+  sender.join();  // done sending already; joined before any assertion can return
+  client.close();
+  ASSERT_TRUE(code.has_value()) << "the stop was not bounded by --shutdown-timeout";
+  EXPECT_EQ(*code, 0) << server.stderr_text();
+  const auto report = boost::json::parse(report_text(server.stdout_text())).as_object();
+  EXPECT_EQ(boost::json::value_to<std::uint64_t>(report.at("aborted_at_shutdown")), 1u);
+  EXPECT_GT(boost::json::value_to<std::uint64_t>(report.at("unsent_bytes")), 20'000'000u);
 }
 
 }  // namespace

@@ -261,7 +261,7 @@ class UdpEchoWorker {
 
 int run_echo_server(const EchoServerOptions& o) {
   raise_file_limit();
-  net::Server server({.bind = o.listen.bind, .port = o.listen.port, .threads = o.threads, .busy_poll = o.busy_poll});
+  net::Server server(server_options(o.listen, o.threads, o.busy_poll));
   auto& workers = server.workers();
   std::vector<WorkerCounters> counters(workers.size());
 
@@ -338,7 +338,8 @@ int run_echo_server(const EchoServerOptions& o) {
                              {"connections", t.connections},         {"bytes", t.bytes},
                              {"datagrams", t.datagrams},             {"errors", t.errors},
                              {"handshake_failures", t.handshake_failures}, {"uptime_s", seconds_since(start)},
-                             {"refused_connections", server.refused_connections()}};
+                             {"refused_connections", server.refused_connections()},
+                             {"aborted_at_shutdown", server.aborted_at_shutdown()}};
   if (o.json) {
     fmt::print("{}\n", to_json_text(report));
   } else {

@@ -16,6 +16,20 @@ void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
       ->capture_default_str();
   cmd.add_option("--port-file", flags.port_file,
                  "Once ready, write the port listened on to this file (atomically: whole or not at all)");
+  cmd.add_option("--shutdown-timeout", flags.shutdown_timeout_s,
+                 "On SIGINT/SIGTERM, seconds to let connections flush and close before aborting the rest "
+                 "(a peer that stopped reading cannot hold the stop up)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+}
+
+net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads, bool busy_poll) {
+  return {.bind = flags.bind,
+          .port = flags.port,
+          .threads = threads,
+          .busy_poll = busy_poll,
+          .handle_signals = true,
+          .shutdown_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.shutdown_timeout_s * 1000))};
 }
 
 void announce_listening(std::string_view proto, const std::string& address, std::uint16_t port,

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include <volley/net/server.hpp>
+
 namespace CLI {
 class App;
 }
@@ -18,10 +20,14 @@ struct ListenFlags {
   std::string bind = "0.0.0.0";
   std::uint16_t port = 0;
   std::string port_file;
+  double shutdown_timeout_s = 5;
 };
 
-// Adds -b/--bind, -p/--port and --port-file to `cmd`, with `flags` holding the defaults.
+// Adds -b/--bind, -p/--port, --port-file and --shutdown-timeout to `cmd`, with `flags` holding the defaults.
 void add_listen_flags(CLI::App& cmd, ListenFlags& flags);
+
+// The net::Server options these flags and a program's threading choice make.
+net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads, bool busy_poll = false);
 
 // Prints the listening line (flushed) and writes the port file atomically
 // (a temporary file renamed into place). Throws std::runtime_error when the

@@ -93,7 +93,7 @@ class EchoEvents final : public net::SessionEvents {
 };
 
 int run_server(const ServerOptions& o) {
-  net::Server server({.bind = o.listen.bind, .port = o.listen.port, .threads = o.threads, .busy_poll = o.busy_poll});
+  net::Server server(server_options(o.listen, o.threads, o.busy_poll));
   std::vector<WorkerTotals> totals(server.threads());
   const net::SessionOptions session_options = o.session.options();
   const SessionFlags flags = o.session;
@@ -146,7 +146,8 @@ int run_server(const ServerOptions& o) {
                              {"high_water_events", sum.messages.high_water_events},
                              {"unsent_bytes", sum.unsent_bytes},
                              {"closes", closes},
-                             {"refused_connections", server.refused_connections()}};
+                             {"refused_connections", server.refused_connections()},
+                             {"aborted_at_shutdown", server.aborted_at_shutdown()}};
   if (o.json) {
     fmt::print("{}\n", to_json_text(report));
   } else {

@@ -48,7 +48,7 @@ int run_server(const RpcOptions& o) {
     served.fetch_add(1, std::memory_order_relaxed);
     return benchmarks::answer(r);
   });
-  net::Server server({.bind = o.listen.bind, .port = o.listen.port, .threads = o.threads});
+  net::Server server(server_options(o.listen, o.threads));
   try {
     server.listen([&](std::size_t) { return rpc.make_stream_handler(); });
   } catch (const std::exception& e) {
@@ -62,7 +62,7 @@ int run_server(const RpcOptions& o) {
   });
   server.run();
   if (o.json) {
-    fmt::print("{}\n", to_json_text(boost::json::object{{"tool", "volley rpc-server"}, {"calls", served.load()}, {"refused_connections", server.refused_connections()}}));
+    fmt::print("{}\n", to_json_text(boost::json::object{{"tool", "volley rpc-server"}, {"calls", served.load()}, {"refused_connections", server.refused_connections()}, {"aborted_at_shutdown", server.aborted_at_shutdown()}}));
   } else {
     fmt::print("volley rpc-server: {} calls answered\n", served.load());
   }

@@ -79,7 +79,7 @@ void print_text_report(const TargetOptions& o, const TargetTotals& t, double sec
 }
 
 int run_target(const TargetOptions& o) {
-  net::Server server({.bind = o.listen.bind, .port = o.listen.port, .threads = o.threads});
+  net::Server server(server_options(o.listen, o.threads));
   std::vector<TargetStats> stats(server.threads());
   try {
     server.listen([&](std::size_t w) { return make_handler(o, stats[w]); });
@@ -123,10 +123,12 @@ int run_target(const TargetOptions& o) {
     report["cpu_s"] = cpu_seconds;
     report["cpu_ns_per_frame"] = cpu_ns_per_frame(cpu_seconds, totals);
     report["refused_connections"] = server.refused_connections();
+    report["aborted_at_shutdown"] = server.aborted_at_shutdown();
     fmt::print("{}\n", to_json_text(report));
   } else {
     print_text_report(o, totals, seconds, cpu_seconds);
-    fmt::print("  connections refused while out of descriptors: {}\n", server.refused_connections());
+    fmt::print("  connections refused while out of descriptors: {}; aborted at the shutdown deadline: {}\n",
+               server.refused_connections(), server.aborted_at_shutdown());
   }
   return 0;
 }

@@ -2,6 +2,7 @@
 /// @file
 /// A TCP server that owns everything a server program needs: the listening
 /// socket, the worker loops, SIGINT/SIGTERM handling and a graceful stop.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -25,6 +26,10 @@ struct ServerOptions {
   std::size_t threads = 1;       ///< worker loops, one thread each; connections spread round-robin
   bool busy_poll = false;        ///< worker loops spin instead of sleeping in the kernel (a CPU each)
   bool handle_signals = true;    ///< SIGINT and SIGTERM stop the server gracefully
+  /// How long a stop waits for connections to close gracefully (their queued
+  /// bytes flushed) before aborting the rest, so a peer that stopped reading
+  /// cannot keep the server from stopping.
+  std::chrono::milliseconds shutdown_timeout = TcpServer::kDefaultShutdownDeadline;
 };
 
 /// One listening TCP server with its own loops: a control loop (accepting,
@@ -85,6 +90,8 @@ class Server {
   /// Connections refused (accepted and closed at once) while the process was
   /// out of file descriptors; the server pauses accepting meanwhile instead of spinning.
   std::uint64_t refused_connections() const noexcept { return tcp_ ? tcp_->refused_connections() : 0; }
+  /// Connections aborted because they had not closed within shutdown_timeout.
+  std::uint64_t aborted_at_shutdown() const noexcept { return tcp_ ? tcp_->aborted_at_shutdown() : 0; }
   /// The signal that stopped the server, 0 if none did.
   int stop_signal() const noexcept { return stop_signal_; }
 

@@ -3,6 +3,7 @@
 // loop and hands each new connection (its descriptor) to the next worker loop,
 // round-robin.
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -43,13 +44,20 @@ class TcpServer {
   void start();
   // Connections closed at once because the process was out of descriptors.
   std::uint64_t refused_connections() const noexcept { return refused_.load(std::memory_order_relaxed); }
-  // Stops accepting and closes every connection gracefully, each on its loop.
-  // Call on the accept loop. The worker loops run until those closes finish.
-  void shutdown();
+  // Stops accepting and closes every connection gracefully, each on its loop;
+  // a connection still not closed after `deadline` (a peer that stopped
+  // reading keeps a flush from ever finishing) is aborted, its unsent bytes
+  // reported in its CloseReason. Call on the accept loop. The worker loops
+  // run until every connection is closed, `deadline` at the most.
+  static constexpr std::chrono::milliseconds kDefaultShutdownDeadline{5000};
+  void shutdown(std::chrono::milliseconds deadline = kDefaultShutdownDeadline);
+  // Connections the shutdown deadline aborted.
+  std::uint64_t aborted_at_shutdown() const noexcept { return aborted_.load(std::memory_order_relaxed); }
 
  private:
   void do_accept();
   void shed_one_connection();
+  std::vector<std::shared_ptr<TcpConnection>> live_on(std::size_t worker);
   void adopt(std::size_t worker, boost::asio::ip::tcp::socket socket);
 
   boost::asio::io_context& accept_loop_;
@@ -62,10 +70,14 @@ class TcpServer {
   boost::asio::steady_timer accept_pause_;
   int reserve_fd_ = -1;
   std::atomic<std::uint64_t> refused_{0};
+  std::atomic<std::uint64_t> aborted_{0};
   HandlerFactory factory_;
   SocketAdopter adopter_;
   // live_[w] is touched only on worker loop w.
   std::vector<std::unordered_map<TcpConnection*, std::weak_ptr<TcpConnection>>> live_;
+  // deadline_[w]: worker w's shutdown deadline while it runs (touched on loop w
+  // only); its pending wait owns it, so it never outlives the loop.
+  std::vector<std::weak_ptr<boost::asio::steady_timer>> deadline_;
 };
 
 }  // namespace volley::net

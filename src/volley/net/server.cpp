@@ -76,7 +76,7 @@ void Server::begin_stop() {
   signals_.cancel(ignored);
   // Closes each connection gracefully on its own loop; the worker loops then
   // run out of work and return, and run() joins them.
-  if (tcp_) tcp_->shutdown();
+  if (tcp_) tcp_->shutdown(options_.shutdown_timeout);
   workers_.release();
   // The control loop's own work (the acceptor's cancelled wait, timers the
   // caller forgot) must not keep run() waiting.

@@ -21,7 +21,8 @@ TcpServer::TcpServer(asio::io_context& accept_loop, LoopPool& workers, const asi
       accept_pause_(accept_loop),
       reserve_fd_(::open("/dev/null", O_RDONLY | O_CLOEXEC)),
       factory_(std::move(factory)),
-      live_(workers.size()) {
+      live_(workers.size()),
+      deadline_(workers.size()) {
   acceptor_.open(endpoint.protocol());
   acceptor_.set_option(asio::socket_base::reuse_address(true));
   acceptor_.bind(endpoint);
@@ -101,21 +102,42 @@ void TcpServer::adopt(std::size_t worker, asio::ip::tcp::socket socket) {
   auto connection = std::make_shared<TcpConnection>(std::move(socket), factory_(worker));
   auto& live = live_[worker];
   live.emplace(connection.get(), connection);
-  connection->set_close_observer([&live](TcpConnection& c) { live.erase(&c); });
+  connection->set_close_observer([this, worker](TcpConnection& c) {
+    live_[worker].erase(&c);
+    // The last connection closed in time: the deadline has nothing left to do
+    // and must not hold the loop open until it expires.
+    if (live_[worker].empty())
+      if (auto deadline = deadline_[worker].lock()) deadline->cancel();
+  });
   connection->start();
 }
 
-void TcpServer::shutdown() {
+std::vector<std::shared_ptr<TcpConnection>> TcpServer::live_on(std::size_t worker) {
+  // A copy: a close may finish at once and erase itself from the map.
+  std::vector<std::shared_ptr<TcpConnection>> connections;
+  for (auto& [ptr, weak] : live_[worker])
+    if (auto c = weak.lock()) connections.push_back(std::move(c));
+  return connections;
+}
+
+void TcpServer::shutdown(std::chrono::milliseconds deadline) {
   boost::system::error_code ignored;
   accept_pause_.cancel();
   acceptor_.close(ignored);
   for (std::size_t w = 0; w < workers_.size(); ++w) {
-    asio::post(workers_.loop(w), [this, w] {
-      // Copy first: a close may finish at once and erase itself from the map.
-      std::vector<std::shared_ptr<TcpConnection>> connections;
-      for (auto& [ptr, weak] : live_[w])
-        if (auto c = weak.lock()) connections.push_back(std::move(c));
-      for (auto& c : connections) c->close({CloseReason::Kind::shutdown, {}});
+    asio::post(workers_.loop(w), [this, w, deadline] {
+      for (auto& c : live_on(w)) c->close({CloseReason::Kind::shutdown, {}});
+      if (live_[w].empty()) return;
+      auto timer = std::make_shared<asio::steady_timer>(workers_.loop(w), deadline);
+      deadline_[w] = timer;
+      timer->async_wait([this, w, timer, deadline](const boost::system::error_code& ec) {
+        if (ec) return;
+        for (auto& c : live_on(w)) {
+          aborted_.fetch_add(1, std::memory_order_relaxed);
+          c->abort({CloseReason::Kind::shutdown, fmt::format("not closed {} ms after shutdown began: aborted",
+                                                             deadline.count())});
+        }
+      });
     });
   }
 }
