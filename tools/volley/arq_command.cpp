@@ -154,8 +154,8 @@ int run_recv(const ArqOptions& o) {
   const DelayStats s = delay_stats(records);
   boost::json::object report{{"tool", "volley arq-recv"}, {"protocol", o.protocol}, {"delay", to_json(s)},
                               {"damaged_messages", damaged}, {"error", error}};
-  if (channel) report["foreign_datagrams"] = channel->stats().foreign_datagrams;
   if (channel) {
+    report["foreign_datagrams"] = channel->stats().foreign_datagrams;
     const auto& r = channel->receiver().stats();
     report["receiver"] = boost::json::object{{"packets_received", r.packets_received}, {"delivered", r.delivered},
                                              {"duplicates", r.duplicates},
