@@ -14,6 +14,7 @@ Runner add_netem_command(CLI::App& app);
 // arq-send and arq-recv; the runner runs whichever was given.
 Runner add_arq_commands(CLI::App& app);
 Runner add_arq_bench_command(CLI::App& app);
+Runner add_arq_sim_command(CLI::App& app);
 // rpc-server and rpc-bench.
 Runner add_rpc_commands(CLI::App& app);
 Runner add_pingpong_server_command(CLI::App& app);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   volley::tools::Runner run_netem = volley::tools::add_netem_command(app);
   volley::tools::Runner run_arq = volley::tools::add_arq_commands(app);
   volley::tools::Runner run_arq_bench = volley::tools::add_arq_bench_command(app);
+  volley::tools::Runner run_arq_sim = volley::tools::add_arq_sim_command(app);
   volley::tools::Runner run_rpc = volley::tools::add_rpc_commands(app);
   volley::tools::Runner run_pingpong_server = volley::tools::add_pingpong_server_command(app);
   volley::tools::Runner run_pingpong = volley::tools::add_pingpong_command(app);
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("netem")) return run_netem();
     if (app.got_subcommand("arq-send") || app.got_subcommand("arq-recv")) return run_arq();
     if (app.got_subcommand("arq-bench")) return run_arq_bench();
+    if (app.got_subcommand("arq-sim")) return run_arq_sim();
     if (app.got_subcommand("rpc-server") || app.got_subcommand("rpc-bench")) return run_rpc();
     if (app.got_subcommand("pingpong-server")) return run_pingpong_server();
     if (app.got_subcommand("pingpong")) return run_pingpong();

@@ -65,6 +65,10 @@ class ArqSender {
   void close();
   // A packet from the peer (an ack). `now` is the caller's clock.
   void on_packet(std::span<const std::byte> bytes, Nanos now);
+  // The packets were protected at `now` (an FEC repair covering them was sent):
+  // their timers restart from now, so a timeout does not resend what the
+  // repair is about to rebuild at the receiver.
+  void protected_at(std::span<const std::uint32_t> sequences, Nanos now);
   // Emits what is due at `now`: retransmissions, then new packets the windows allow.
   void poll(Nanos now, const Transmit& transmit);
   // When poll() next has work without new input, if ever.

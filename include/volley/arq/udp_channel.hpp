@@ -1,9 +1,10 @@
 #pragma once
 // An ARQ channel over a UDP socket: messages sent here reach the peer's
-// channel exactly once and in order. Each side is an ArqSender and an
-// ArqReceiver sharing one socket and one conversation id, so a channel carries
-// data both ways. A thin layer: it feeds datagrams and the time to the state
-// machines and sets one timer for their next deadline. Runs on one loop.
+// channel exactly once and in order. Each side is an ArqEndpoint (a sender and
+// a receiver sharing one conversation id, so a channel carries data both ways,
+// and FEC if given) bound to one socket. A thin layer: it feeds datagrams and
+// the time to the state machine and sets one timer for its next deadline.
+// Runs on one loop.
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -14,8 +15,7 @@
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <volley/arq/receiver.hpp>
-#include <volley/arq/sender.hpp>
+#include <volley/arq/endpoint.hpp>
 
 namespace volley::arq {
 
@@ -36,7 +36,8 @@ class ArqChannel {
   // receiver's conversation becomes the peer.
   ArqChannel(boost::asio::io_context& loop, boost::asio::ip::udp::socket socket,
              std::optional<boost::asio::ip::udp::endpoint> peer, const SenderConfig& sender,
-             const ReceiverConfig& receiver, MessageHandler on_message);
+             const ReceiverConfig& receiver, MessageHandler on_message,
+             std::optional<FecConfig> fec = std::nullopt);
 
   void start();
   // False when the sender refuses (buffer full, too large, closed, peer dead).
@@ -49,8 +50,9 @@ class ArqChannel {
   void stop();
 
   static Nanos now();
-  const ArqSender& sender() const noexcept { return sender_; }
-  const ArqReceiver& receiver() const noexcept { return receiver_; }
+  const ArqSender& sender() const noexcept { return endpoint_.sender(); }
+  const ArqReceiver& receiver() const noexcept { return endpoint_.receiver(); }
+  const ArqEndpoint& endpoint() const noexcept { return endpoint_; }
   const ChannelStats& stats() const noexcept { return stats_; }
   boost::asio::ip::udp::endpoint local_endpoint() const { return socket_.local_endpoint(); }
 
@@ -63,11 +65,10 @@ class ArqChannel {
   boost::asio::steady_timer timer_;
   std::optional<boost::asio::ip::udp::endpoint> peer_;
   std::uint32_t conversation_;
-  ArqSender sender_;
-  ArqReceiver receiver_;
+  ArqEndpoint endpoint_;
   MessageHandler on_message_;
   Done close_done_, peer_done_;
-  std::vector<std::byte> buffer_, message_;
+  std::vector<std::byte> buffer_;
   boost::asio::ip::udp::endpoint from_;
   ChannelStats stats_;
   bool stopped_ = false;

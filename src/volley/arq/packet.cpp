@@ -5,6 +5,8 @@
 #include <volley/wire/byte_order.hpp>
 #include <volley/wire/crc32c.hpp>
 
+#include "checksum.hpp"
+
 namespace volley::arq {
 
 using wire::load_u16_be;
@@ -18,12 +20,7 @@ constexpr std::uint8_t kTypeAck = 2;
 constexpr std::size_t kDataCrcAt = 12;
 constexpr std::size_t kAckCrcAt = 28;
 
-std::uint32_t checksum(std::span<const std::byte> packet, std::size_t crc_at) noexcept {
-  static constexpr std::array<std::byte, 4> kZero{};
-  std::uint32_t crc = wire::crc32c(packet.first(crc_at));
-  crc = wire::crc32c(kZero, crc);
-  return wire::crc32c(packet.subspan(crc_at + 4), crc);
-}
+using detail::packet_checksum;
 
 void store_u64_be(std::byte* p, std::uint64_t v) noexcept {
   store_u32_be(p, static_cast<std::uint32_t>(v >> 32));
@@ -44,7 +41,7 @@ void encode_data(const DataPacket& packet, std::vector<std::byte>& out) {
   store_u16_be(p + 10, static_cast<std::uint16_t>(packet.payload.size()));
   store_u32_be(p + kDataCrcAt, 0);
   if (!packet.payload.empty()) std::memcpy(p + kDataHeaderSize, packet.payload.data(), packet.payload.size());
-  store_u32_be(p + kDataCrcAt, checksum(out, kDataCrcAt));
+  store_u32_be(p + kDataCrcAt, packet_checksum(out, kDataCrcAt));
 }
 
 void encode_ack(const AckPacket& packet, std::vector<std::byte>& out) {
@@ -58,7 +55,7 @@ void encode_ack(const AckPacket& packet, std::vector<std::byte>& out) {
   store_u64_be(p + 12, packet.sack[0]);
   store_u64_be(p + 20, packet.sack[1]);
   store_u32_be(p + kAckCrcAt, 0);
-  store_u32_be(p + kAckCrcAt, checksum(out, kAckCrcAt));
+  store_u32_be(p + kAckCrcAt, packet_checksum(out, kAckCrcAt));
 }
 
 Decoded decode(std::span<const std::byte> bytes) noexcept {
@@ -74,7 +71,7 @@ Decoded decode(std::span<const std::byte> bytes) noexcept {
       d.error = PacketError::bad_length;
       return d;
     }
-    if (load_u32_be(bytes.data() + kDataCrcAt) != checksum(bytes, kDataCrcAt)) {
+    if (load_u32_be(bytes.data() + kDataCrcAt) != packet_checksum(bytes, kDataCrcAt)) {
       d.error = PacketError::bad_checksum;
       return d;
     }
@@ -87,7 +84,7 @@ Decoded decode(std::span<const std::byte> bytes) noexcept {
       d.error = PacketError::bad_length;
       return d;
     }
-    if (load_u32_be(bytes.data() + kAckCrcAt) != checksum(bytes, kAckCrcAt)) {
+    if (load_u32_be(bytes.data() + kAckCrcAt) != packet_checksum(bytes, kAckCrcAt)) {
       d.error = PacketError::bad_checksum;
       return d;
     }

@@ -103,6 +103,11 @@ ArqSender::Outstanding* ArqSender::find(std::uint32_t sequence) noexcept {
   return offset < in_flight_.size() ? &in_flight_[offset] : nullptr;  // sequences are contiguous
 }
 
+void ArqSender::protected_at(std::span<const std::uint32_t> sequences, Nanos now) {
+  for (const std::uint32_t sequence : sequences)
+    if (Outstanding* o = find(sequence); o != nullptr && !o->acked) o->deadline = std::max(o->deadline, now + rto_.rto());
+}
+
 void ArqSender::on_timeout(Nanos now, const Transmit& transmit) {
   const bool selective = config_.scheme == Scheme::selective_repeat;
   bool expired = false;

@@ -6,13 +6,13 @@ namespace asio = boost::asio;
 using asio::ip::udp;
 
 ArqChannel::ArqChannel(asio::io_context& loop, udp::socket socket, std::optional<udp::endpoint> peer,
-                       const SenderConfig& sender, const ReceiverConfig& receiver, MessageHandler on_message)
+                       const SenderConfig& sender, const ReceiverConfig& receiver, MessageHandler on_message,
+                       std::optional<FecConfig> fec)
     : socket_(std::move(socket)),
       timer_(loop),
       peer_(peer),
       conversation_(receiver.conversation),
-      sender_(sender),
-      receiver_(receiver),
+      endpoint_(sender, receiver, fec),
       on_message_(std::move(on_message)),
       buffer_(65536) {
   socket_.non_blocking(true);
@@ -30,14 +30,14 @@ void ArqChannel::start() {
 }
 
 bool ArqChannel::send(std::span<const std::byte> message) {
-  const bool accepted = sender_.send(message);
+  const bool accepted = endpoint_.send(message);
   if (accepted) service();
   return accepted;
 }
 
 void ArqChannel::close(Done done) {
   close_done_ = std::move(done);
-  sender_.close();
+  endpoint_.close();
   service();
 }
 
@@ -67,14 +67,10 @@ void ArqChannel::receive() {
         const Decoded d = decode(packet);
         if (d.error == PacketError::none && !d.is_ack && d.data.conversation == conversation_) peer_ = from_;
       }
-      if (!peer_ || from_ != *peer_) {
+      if (!peer_ || from_ != *peer_)
         stats_.foreign_datagrams += 1;
-      } else if (n > 4 && std::to_integer<int>(packet[4]) == 2) {
-        sender_.on_packet(packet, t);
-      } else {
-        receiver_.on_packet(packet, t, [this](std::span<const std::byte> p) { transmit(p); });
-        while (receiver_.receive(message_)) on_message_(message_);
-      }
+      else
+        endpoint_.on_datagram(packet, t, [this](std::span<const std::byte> p) { transmit(p); }, on_message_);
     }
     // Errors such as ICMP port unreachable only mean the peer is not there yet.
     service();
@@ -85,20 +81,19 @@ void ArqChannel::receive() {
 void ArqChannel::service() {
   if (stopped_) return;
   const Nanos t = now();
-  const auto out = [this](std::span<const std::byte> p) { transmit(p); };
-  sender_.poll(t, out);
-  receiver_.poll(t, out);
-  if (close_done_ && (sender_.finished() || sender_.failed())) {
+  endpoint_.poll(t, [this](std::span<const std::byte> p) { transmit(p); });
+  const ArqSender& sender = endpoint_.sender();
+  if (close_done_ && (sender.finished() || sender.failed())) {
     auto done = std::move(close_done_);
     close_done_ = nullptr;
-    done(sender_.error());
+    done(sender.error());
   }
-  if (peer_done_ && receiver_.finished()) {
+  if (peer_done_ && endpoint_.receiver().finished()) {
     auto done = std::move(peer_done_);
     peer_done_ = nullptr;
     done({});
   }
-  if (const auto next = sender_.next_timeout()) {
+  if (const auto next = endpoint_.next_timeout()) {
     timer_.expires_at(std::chrono::steady_clock::time_point(
         std::chrono::duration_cast<std::chrono::steady_clock::duration>(*next)));
     timer_.async_wait([this](const boost::system::error_code& ec) {
