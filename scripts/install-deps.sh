@@ -6,7 +6,7 @@ set -euo pipefail
 required=(
   cmake ninja-build g++ make pkg-config
   libboost1.81-dev libssl-dev libspdlog-dev libfmt-dev libcli11-dev
-  libgtest-dev libbenchmark-dev
+  libgtest-dev libbenchmark-dev libusrsctp-dev
   python3-matplotlib
   # clang and its runtime build the libFuzzer targets; iproute2 and util-linux
   # (taskset) are used by the netem namespaces script and the benchmarks.

@@ -31,51 +31,77 @@ std::vector<std::uint64_t> delivered_sequence(const std::string& csv) {
 
 }  // namespace
 
-class ArqOverRelay : public ::testing::TestWithParam<std::string> {};
+struct RelayCase {
+  std::string name;
+  std::string protocol;
+  std::vector<std::string> send_flags;  // besides the common ones
+  bool echo = false;
+};
 
+class ArqOverRelay : public ::testing::TestWithParam<RelayCase> {};
+
+// Every scheme, FEC and SCTP included, one way and echoed back, through a relay
+// that loses, duplicates and corrupts: every message arrives once, intact, in order.
 TEST_P(ArqOverRelay, DeliversEverythingIntactAndInOrderThroughALossyRelay) {
-  const std::string protocol = GetParam();
+  const RelayCase& c = GetParam();
   TempDir dir;
-  const int recv_port = 20000 + static_cast<int>(::getpid() % 20000);
-  ChildProcess recv({bin("volley"), "arq-recv", "--listen", "127.0.0.1:" + std::to_string(recv_port), "--protocol",
-                     protocol, "--window", "32", "--csv", dir.file("delivered.csv"), "--json", "--ready-file",
-                     dir.file("recv.ready")},
-                    dir.file("recv"));
+  std::vector<std::string> recv_args{bin("volley"), "arq-recv", "--listen", "127.0.0.1:0", "--port-file",
+                                     dir.file("recv.port"), "--protocol", c.protocol, "--window", "32", "--csv",
+                                     dir.file("delivered.csv"), "--json"};
+  if (c.echo) recv_args.push_back("--echo");
+  ChildProcess recv(recv_args, dir.file("recv"));
+  const int recv_port = wait_for_port_file(dir.file("recv.port"), recv);
+  ASSERT_GT(recv_port, 0) << recv.stderr_text();
   ChildProcess relay({bin("volley"), "netem", "--listen", "127.0.0.1:0", "--forward",
                       "127.0.0.1:" + std::to_string(recv_port), "--up", "delay 2ms loss 10% duplicate 2% corrupt 2%",
-                      "--down", "delay 2ms loss 10%", "--seed", "5", "--json", "--no-progress", "--ready-file",
-                      dir.file("relay.ready")},
+                      "--down", "delay 2ms loss 10%", "--seed", "5", "--json", "--no-progress", "--port-file",
+                      dir.file("relay.port")},
                      dir.file("relay"));
-  std::string relay_port;
-  for (int i = 0; i < 1000 && (relay_port.empty() || read_file(dir.file("recv.ready")).empty()); ++i) {
-    relay_port = read_file(dir.file("relay.ready"));
-    std::this_thread::sleep_for(10ms);
-  }
-  ASSERT_FALSE(relay_port.empty());
-  relay_port.erase(relay_port.find_last_not_of('\n') + 1);
+  const int relay_port = wait_for_port_file(dir.file("relay.port"), relay);
+  ASSERT_GT(relay_port, 0) << relay.stderr_text();
 
-  const int count = protocol == "saw" ? 300 : 2000;
-  ChildProcess send({bin("volley"), "arq-send", "--to", "127.0.0.1:" + relay_port, "--protocol", protocol, "--window",
-                     "32", "--count", std::to_string(count), "--interval", "0", "--size", "200", "--json"},
-                    dir.file("send"));
+  const int count = c.protocol == "saw" ? 300 : c.echo ? 500 : 2000;
+  std::vector<std::string> send_args{bin("volley"), "arq-send", "--to", "127.0.0.1:" + std::to_string(relay_port),
+                                     "--protocol", c.protocol, "--window", "32", "--count", std::to_string(count),
+                                     "--interval", c.echo ? "1" : "0", "--size", "200", "--json"};
+  if (c.echo) send_args.insert(send_args.end(), {"--echo", "--csv", dir.file("round_trips.csv")});
+  send_args.insert(send_args.end(), c.send_flags.begin(), c.send_flags.end());
+  ChildProcess send(send_args, dir.file("send"));
   ASSERT_EQ(send.wait_for(120s).value_or(-1), 0) << send.stdout_text() << send.stderr_text();
   ASSERT_EQ(recv.wait_for(30s).value_or(-1), 0) << recv.stderr_text();
   relay.send_signal(SIGTERM);
   ASSERT_EQ(relay.wait_for(20s).value_or(-1), 0);
 
-  const auto seqs = delivered_sequence(read_file(dir.file("delivered.csv")));
+  const auto seqs = delivered_sequence(read_file(dir.file(c.echo ? "round_trips.csv" : "delivered.csv")));
   ASSERT_EQ(seqs.size(), static_cast<std::size_t>(count));
   for (std::size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], i);
   const auto r = boost::json::parse(report_text(recv.stdout_text())).as_object();
   EXPECT_EQ(u64(r.at("damaged_messages")), 0u);
+  EXPECT_EQ(u64(r.at("delay").at("count")), static_cast<std::uint64_t>(count));
   const auto n = boost::json::parse(report_text(relay.stdout_text())).as_object();
   EXPECT_GT(u64(n.at("up").at("lost")), 0u);  // the link really lost packets
   EXPECT_GT(u64(n.at("up").at("corrupted")), 0u);
   const auto s = boost::json::parse(send.stdout_text()).as_object();
-  EXPECT_GT(u64(s.at("sender").at("retransmissions")), 0u);
+  if (c.protocol == "sctp") {
+    EXPECT_GT(u64(s.at("sctp").at("retransmitted_chunks")), 0u);
+  } else {
+    EXPECT_GT(u64(s.at("sender").at("retransmissions")), 0u);
+  }
+  if (c.echo) {
+    EXPECT_EQ(u64(s.at("round_trip").at("count")), static_cast<std::uint64_t>(count));
+  }
+  if (!c.send_flags.empty()) {  // FEC: the receiver rebuilt lost packets from the repairs
+    EXPECT_GT(u64(r.at("fec_received").at("rebuilt")), 0u) << recv.stdout_text();
+    EXPECT_GT(u64(s.at("fec_sent").at("repair_packets")), 0u);
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Schemes, ArqOverRelay, ::testing::Values("sr", "gbn", "saw"));
+INSTANTIATE_TEST_SUITE_P(Schemes, ArqOverRelay,
+                         ::testing::Values(RelayCase{"sr", "sr", {}}, RelayCase{"gbn", "gbn", {}},
+                                           RelayCase{"saw", "saw", {}}, RelayCase{"sr_fec", "sr", {"--fec", "4:1"}},
+                                           RelayCase{"sr_fec_adaptive_echo", "sr", {"--fec", "adaptive"}, true},
+                                           RelayCase{"sctp", "sctp", {}}, RelayCase{"sctp_echo", "sctp", {}, true}),
+                         [](const auto& info) { return info.param.name; });
 
 // A listener used to take the first packet with a valid checksum as its peer,
 // so a stray ack from another port captured it and the real sender was

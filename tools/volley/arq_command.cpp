@@ -16,6 +16,7 @@
 #include <volley/arq/udp_channel.hpp>
 
 #include "arq_commands.hpp"
+#include "arq_transport.hpp"
 #include "arq_messages.hpp"
 #include "commands.hpp"
 #include "json_output.hpp"
@@ -41,17 +42,36 @@ ArqConfigs make_configs(const ArqOptions& o) {
   c.sender.fast_retransmit_after = o.fast_retransmit_after;
   if (o.fixed_timeout_ms > 0)
     c.sender.rto.fixed = std::chrono::duration_cast<arq::Nanos>(std::chrono::duration<double, std::milli>(o.fixed_timeout_ms));
+  if (!o.fec.empty()) {
+    arq::FecConfig fec;
+    std::string ignored;  // checked by check_arq_options
+    if (arq::parse_fec(o.fec, fec, ignored)) c.fec = fec;
+  }
   return c;
 }
 
 std::string check_arq_options(const ArqOptions& o) {
-  if (o.protocol != "tcp" && !parse_scheme(o.protocol)) return "--protocol must be sr, gbn, saw or tcp";
+  const bool arq = parse_scheme(o.protocol).has_value();
+  if (o.protocol != "tcp" && o.protocol != "sctp" && !arq) return "--protocol must be sr, gbn, saw, tcp or sctp";
   if (o.size < kArqStampSize || o.size > kMaxMessageSize)
     return fmt::format("--size must be {} to {} bytes", kArqStampSize, kMaxMessageSize);
+  if (!o.fec.empty()) {
+    if (!arq) return "--fec goes with the ARQ schemes (sr, gbn, saw), not " + o.protocol;
+    arq::FecConfig fec;
+    std::string error;
+    if (!arq::parse_fec(o.fec, fec, error)) return "--fec: " + error;
+  }
   return {};
 }
 
 namespace {
+
+void print_delay_line(const char* tool, const ArqOptions& o, const char* what, const DelayStats& s, const std::string& error) {
+  fmt::print("{} ({}): {} messages; {} mean {:.3f} ms, median {:.3f} ms, stdev {:.3f} ms, min {:.3f} ms, "
+             "p99 {:.3f} ms, max {:.3f} ms{}\n",
+             tool, o.protocol, s.count, what, s.mean, s.median, s.stdev, s.min, s.p99, s.max,
+             error.empty() ? "" : "; error: " + error);
+}
 
 int run_recv(const ArqOptions& o) {
   if (auto e = check_arq_options(o); !e.empty()) {
@@ -67,6 +87,7 @@ int run_recv(const ArqOptions& o) {
   std::vector<DeliveryRecord> records;
   std::uint64_t damaged = 0;  // a message whose filler is not what the sender wrote
   std::string error;
+  std::unique_ptr<MessageTransport> transport;
   auto record = [&](std::span<const std::byte> m) {
     if (m.size() < kArqStampSize || !intact(m)) {
       damaged += 1;
@@ -74,103 +95,49 @@ int run_recv(const ArqOptions& o) {
     }
     const Stamp s = read_stamp(m);
     records.push_back({s.seq, s.input_ns, arq::ArqChannel::now().count()});
+    if (o.echo && !transport->send(m) && error.empty()) error = "echo refused: " + transport->error();
   };
   asio::signal_set signals(loop, SIGINT, SIGTERM);
-  std::unique_ptr<arq::ArqChannel> channel;
-  std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
-  asio::ip::tcp::socket tcp(loop);
-  std::vector<std::byte> frame;
-  std::array<std::byte, 4> length{};
-  std::function<void()> read_tcp = [&] {
-    asio::async_read(tcp, asio::buffer(length), [&](const boost::system::error_code& ec, std::size_t) {
-      if (ec) {  // end of stream (or an error): done
-        if (ec != asio::error::eof) error = ec.message();
-        signals.cancel();
-        return;
-      }
-      // The length is the peer's word: never allocate more than a message can be.
-      const std::uint32_t n = wire::load_u32_be(length.data());
-      if (n > kMaxMessageSize) {
-        error = fmt::format("message length {} over the maximum {} (connection closed)", n, kMaxMessageSize);
-        boost::system::error_code ignored;
-        tcp.close(ignored);
-        signals.cancel();
-        return;
-      }
-      frame.resize(n);
-      asio::async_read(tcp, asio::buffer(frame), [&](const boost::system::error_code& ec2, std::size_t) {
-        if (ec2) {
-          error = ec2.message();
-          signals.cancel();
-          return;
-        }
-        record(frame);
-        read_tcp();
-      });
-    });
-  };
   try {
-    if (o.protocol == "tcp") {
-      acceptor = std::make_unique<asio::ip::tcp::acceptor>(
-          loop, asio::ip::tcp::endpoint(listen->address(), listen->port()));
-      acceptor->async_accept(tcp, [&](const boost::system::error_code& ec) {
-        if (ec) return;
-        tcp.set_option(asio::ip::tcp::no_delay(true));
-        read_tcp();
-      });
-    } else {
-      const ArqConfigs c = make_configs(o);
-      channel = std::make_unique<arq::ArqChannel>(loop, udp::socket(loop, *listen), std::nullopt, c.sender,
-                                                  c.receiver, record);
-      channel->start();
-      channel->on_peer_finished([&](const std::string&) {
-        // Keep answering a little longer: the peer's last acks may be lost.
-        auto linger = std::make_shared<asio::steady_timer>(loop, std::chrono::milliseconds(500));
-        linger->async_wait([&, linger](const boost::system::error_code&) {
-          channel->stop();
-          signals.cancel();
-        });
-      });
-    }
+    transport = listen_transport(loop, o, *listen, record);
   } catch (const std::exception& e) {
     fmt::print(stderr, "volley arq-recv: cannot listen on {}: {}\n", o.address, e.what());
     return 1;
   }
+  transport->on_peer_finished([&](const std::string& e) {
+    if (!e.empty() && error.empty()) error = e;
+    // The sender ends its stream only after every echo came back, so nothing
+    // of ours is in flight. Keep answering a little longer: the peer's last
+    // acknowledgements may be lost.
+    auto linger = std::make_shared<asio::steady_timer>(loop, std::chrono::milliseconds(500));
+    linger->async_wait([&, linger](const boost::system::error_code&) {
+      transport->stop();
+      signals.cancel();
+    });
+  });
   signals.async_wait([&](const boost::system::error_code& ec, int) {
     if (ec) return;
     error = "interrupted";
-    if (channel) channel->stop();
-    if (acceptor) acceptor->close();
-    boost::system::error_code ignored;
-    tcp.close(ignored);
+    transport->stop();
+    loop.stop();
   });
   // Announced once the signal wait is in place, as every server program does.
-  if (acceptor) announce_listening("tcp", acceptor->local_endpoint().address().to_string(), acceptor->local_endpoint().port(), o.port_file);
-  else announce_listening("udp", channel->local_endpoint().address().to_string(), channel->local_endpoint().port(), o.port_file);
+  const auto local = transport->local_endpoint();
+  announce_listening(transport->protocol(), local.address().to_string(), local.port(), o.port_file);
   if (!o.ready_file.empty()) std::ofstream(o.ready_file) << "ready\n";
   loop.run();
 
-  if (!o.csv.empty()) write_csv(o.csv, records);
+  if (!o.csv.empty() && !o.echo) write_csv(o.csv, records);
   const DelayStats s = delay_stats(records);
-  boost::json::object report{{"tool", "volley arq-recv"}, {"protocol", o.protocol}, {"delay", to_json(s)},
-                              {"damaged_messages", damaged}, {"error", error}};
-  if (channel) {
-    report["foreign_datagrams"] = channel->stats().foreign_datagrams;
-    const auto& r = channel->receiver().stats();
-    report["receiver"] = boost::json::object{{"packets_received", r.packets_received}, {"delivered", r.delivered},
-                                             {"duplicates", r.duplicates},
-                                             {"out_of_order_discarded", r.out_of_order_discarded},
-                                             {"bad_packets", r.bad_packets}, {"acks_sent", r.acks_sent},
-                                             {"ack_bytes", r.bytes_on_wire}};
-  }
+  boost::json::object report{{"tool", "volley arq-recv"}, {"protocol", o.protocol}, {"echo", o.echo},
+                             {"delay", to_json(s)},       {"damaged_messages", damaged}, {"error", error}};
+  for (auto& [key, value] : transport->report()) report[key] = value;
   if (o.json) {
     fmt::print("{}\n", to_json_text(report));
   } else {
-    fmt::print("arq-recv ({}): {} messages; delay mean {:.3f} ms, median {:.3f} ms, stdev {:.3f} ms, min {:.3f} ms, "
-               "p99 {:.3f} ms, max {:.3f} ms{}\n",
-               o.protocol, s.count, s.mean, s.median, s.stdev, s.min, s.p99, s.max,
-               error.empty() ? "" : "; error: " + error);
-    if (channel) fmt::print("  foreign datagrams (not from the sender, ignored): {}\n", channel->stats().foreign_datagrams);
+    print_delay_line("arq-recv", o, "one-way delay", s, error);
+    if (const auto* f = report.if_contains("foreign_datagrams"))
+      fmt::print("  foreign datagrams (not from the sender, ignored): {}\n", f->as_uint64());
   }
   return error.empty() ? 0 : 1;
 }
@@ -189,42 +156,46 @@ int run_send(const ArqOptions& o) {
   std::string error;
   std::uint64_t next = 0;
   std::uint64_t payload_bytes = 0;
-  asio::steady_timer pacer(loop);
-  std::unique_ptr<arq::ArqChannel> channel;
-  asio::ip::tcp::socket tcp(loop);
+  std::vector<DeliveryRecord> round_trips;  // --echo
+  asio::steady_timer pacer(loop), drain(loop);
+  std::unique_ptr<MessageTransport> transport;
+  bool closing = false, closed = false;
+  const auto finish = [&] {
+    if (closing) return;
+    closing = true;
+    transport->close([&](const std::string& e) {
+      if (!e.empty() && error.empty()) error = e;
+      closed = true;
+      drain.cancel();
+      transport->stop();
+    });
+  };
+  const auto on_echo = [&](std::span<const std::byte> m) {
+    if (!o.echo || m.size() < kArqStampSize) return;
+    const Stamp s = read_stamp(m);
+    round_trips.push_back({s.seq, s.input_ns, arq::ArqChannel::now().count()});
+    if (round_trips.size() == o.count) finish();
+  };
   const auto interval = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double, std::milli>(o.interval_ms));
   auto start = std::chrono::steady_clock::now();  // set again once connected: pacing starts at the first message
   std::function<void()> tick = [&] {
     if (next == o.count) {
-      if (channel) {
-        channel->close([&](const std::string& e) {
-          error = e;
-          channel->stop();
-        });
-      } else {
-        boost::system::error_code ignored;
-        tcp.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
-        tcp.close(ignored);
-      }
+      if (!o.echo) finish();
+      if (closed) return;  // the echoes were all back before this tick
+      // Everything must be through within the drain timeout, or it is reported as not delivered.
+      drain.expires_after(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(o.drain_timeout_s)));
+      drain.async_wait([&](const boost::system::error_code& ec) {
+        if (ec) return;
+        if (error.empty()) error = fmt::format("not finished {} s after the last message", o.drain_timeout_s);
+        transport->stop();
+      });
       return;
     }
     const auto m = stamped_message(next, arq::ArqChannel::now().count(), o.size);
-    if (channel) {
-      if (!channel->send(m)) {
-        error = channel->sender().failed() ? channel->sender().error() : "send buffer full";
-        channel->stop();
-        return;
-      }
-    } else {
-      std::vector<std::byte> framed(4 + m.size());
-      wire::store_u32_be(framed.data(), static_cast<std::uint32_t>(m.size()));
-      std::copy(m.begin(), m.end(), framed.begin() + 4);
-      boost::system::error_code ec;
-      asio::write(tcp, asio::buffer(framed), ec);  // the kernel's buffer absorbs it; TCP's own pacing applies
-      if (ec) {
-        error = ec.message();
-        return;
-      }
+    if (!transport->send(m)) {
+      error = transport->error();
+      transport->stop();
+      return;
     }
     payload_bytes += m.size();
     ++next;
@@ -234,16 +205,7 @@ int run_send(const ArqOptions& o) {
     });
   };
   try {
-    if (o.protocol == "tcp") {
-      tcp.connect(asio::ip::tcp::endpoint(to->address(), to->port()));
-      tcp.set_option(asio::ip::tcp::no_delay(true));
-    } else {
-      const ArqConfigs c = make_configs(o);
-      udp::socket socket(loop, udp::endpoint(to->protocol(), 0));
-      channel = std::make_unique<arq::ArqChannel>(loop, std::move(socket), *to, c.sender, c.receiver,
-                                                  [](std::span<const std::byte>) {});
-      channel->start();
-    }
+    transport = connect_transport(loop, o, *to, on_echo);
   } catch (const std::exception& e) {
     fmt::print(stderr, "volley arq-send: cannot reach {}: {}\n", o.address, e.what());
     return 1;
@@ -252,35 +214,37 @@ int run_send(const ArqOptions& o) {
   tick();
   loop.run();
   const double seconds = seconds_since(start);
+  if (!o.csv.empty() && o.echo) write_csv(o.csv, round_trips);
   boost::json::object report{{"tool", "volley arq-send"}, {"protocol", o.protocol}, {"messages", next},
-                             {"payload_bytes", payload_bytes}, {"seconds", seconds}, {"error", error}};
-  if (channel) {
-    const auto& s = channel->sender().stats();
-    report["sender"] = boost::json::object{
-        {"packets_sent", s.packets_sent},     {"retransmissions", s.retransmissions},
-        {"timeouts", s.timeouts},             {"fast_retransmits", s.fast_retransmits},
-        {"data_bytes_on_wire", s.bytes_on_wire}, {"acks_received", s.acks_received},
-        {"srtt_ms", static_cast<double>(channel->sender().rto().srtt().count()) / 1e6},
-        {"rto_ms", static_cast<double>(channel->sender().rto().rto().count()) / 1e6}};
-  }
+                             {"payload_bytes", payload_bytes}, {"seconds", seconds}, {"echo", o.echo},
+                             {"error", error}};
+  if (!o.fec.empty()) report["fec"] = o.fec;
+  if (o.echo) report["round_trip"] = to_json(delay_stats(round_trips));
+  for (auto& [key, value] : transport->report()) report[key] = value;
   if (o.json) {
     fmt::print("{}\n", to_json_text(report));
-  } else if (channel) {
-    const auto& s = channel->sender().stats();
-    fmt::print("arq-send ({}): {} messages in {:.3f} s; {} packets, {} retransmissions ({} timeouts, {} fast), "
-               "data bytes on the wire per payload byte {:.3f}{}\n",
-               o.protocol, next, seconds, s.packets_sent, s.retransmissions, s.timeouts, s.fast_retransmits,
-               payload_bytes ? static_cast<double>(s.bytes_on_wire) / static_cast<double>(payload_bytes) : 0.0,
+    return error.empty() ? 0 : 1;
+  }
+  if (o.echo) print_delay_line("arq-send", o, "round trip", delay_stats(round_trips), error);
+  else
+    fmt::print("arq-send ({}): {} messages in {:.3f} s{}\n", o.protocol, next, seconds,
                error.empty() ? "" : "; error: " + error);
-  } else {
-    fmt::print("arq-send (tcp): {} messages in {:.3f} s{}\n", next, seconds, error.empty() ? "" : "; error: " + error);
+  if (const auto* s = report.if_contains("sender")) {
+    const auto& sender = s->as_object();
+    fmt::print("  {} packets, {} retransmissions ({} timeouts, {} fast); all bytes sent per payload byte {:.3f}\n",
+               sender.at("packets_sent").as_uint64(), sender.at("retransmissions").as_uint64(),
+               sender.at("timeouts").as_uint64(), sender.at("fast_retransmits").as_uint64(),
+               payload_bytes ? static_cast<double>(report.at("bytes_sent").as_uint64()) / static_cast<double>(payload_bytes) : 0.0);
   }
   return error.empty() ? 0 : 1;
 }
 
 void add_common(CLI::App& cmd, ArqOptions& o) {
-  cmd.add_option("--protocol", o.protocol, "sr (selective repeat), gbn (go-back-N), saw (stop-and-wait), or tcp")
+  cmd.add_option("--protocol", o.protocol,
+                 "sr (selective repeat), gbn (go-back-N), saw (stop-and-wait), tcp, or sctp (over UDP, in user space)")
       ->capture_default_str();
+  cmd.add_flag("--echo", o.echo,
+               "The receiver sends every message back over the same protocol; the sender reports round trips");
   cmd.add_option("--window", o.window, "Window in packets (sender and receiver)")->capture_default_str()->check(CLI::Range(1, 65535));
   cmd.add_option("--size", o.size, "Message size in bytes (16 bytes of it are the sequence and input time)")
       ->capture_default_str();
@@ -298,13 +262,21 @@ Runner add_arq_commands(CLI::App& app) {
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
   send->add_option("--interval", o->interval_ms, "Milliseconds between messages")->capture_default_str()->check(CLI::NonNegativeNumber);
   send->add_option("--timeout", o->fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298 estimate)");
+  send->add_option("--fec", o->fec,
+                   "ARQ schemes: send M repair packets after every K data packets (K:M), or size them to the "
+                   "measured loss (adaptive); the receiver needs no option");
+  send->add_option("--drain-timeout", o->drain_timeout_s,
+                   "Seconds after the last message to wait for delivery (and echoes) before giving up")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  send->add_option("--csv", o->csv, "With --echo: write seq,input_ns,delivered_ns,delay_ms per round trip");
   send->add_option("--fast-retransmit-after", o->fast_retransmit_after,
                    "Selective repeat: resend a hole once this many later packets are acked (0: never)")
       ->capture_default_str();
   add_common(*send, *o);
   auto* recv = app.add_subcommand("arq-recv", "Receive an ARQ channel (or TCP) and report per-message delay");
   recv->add_option("--listen", o->address, "ADDRESS:PORT to receive on")->required();
-  recv->add_option("--csv", o->csv, "Write seq,input_ns,delivered_ns,delay_ms per message");
+  recv->add_option("--csv", o->csv, "Write seq,input_ns,delivered_ns,delay_ms per message (one-way; not with --echo)");
   recv->add_option("--ready-file", o->ready_file, "Write this file once listening");
   recv->add_option("--port-file", o->port_file,
                    "Once listening, write the port to this file (atomically: whole or not at all)");

@@ -5,6 +5,7 @@
 
 #include <boost/asio/ip/udp.hpp>
 
+#include <volley/arq/fec.hpp>
 #include <volley/arq/receiver.hpp>
 #include <volley/arq/sender.hpp>
 
@@ -24,6 +25,9 @@ struct ArqOptions {
   std::size_t size = 1000;
   double fixed_timeout_ms = 0;
   std::uint32_t fast_retransmit_after = 3;  // selective acks past a hole before it is resent
+  std::string fec;            // ARQ schemes: "K:M" or "adaptive" repairs after the data; empty: none
+  bool echo = false;          // the receiver sends each message back; the sender measures round trips
+  double drain_timeout_s = 60;  // after the last message, how long the sender waits for the end
   std::string csv;
   std::string ready_file;
   std::string port_file;
@@ -33,6 +37,7 @@ struct ArqOptions {
 struct ArqConfigs {
   arq::SenderConfig sender;
   arq::ReceiverConfig receiver;
+  std::optional<arq::FecConfig> fec;
 };
 
 std::optional<arq::Scheme> parse_scheme(const std::string& name);

@@ -1,0 +1,66 @@
+#pragma once
+// An ordered, reliable SCTP association carried in UDP datagrams: the reliable
+// control of the ARQ benchmarks (the role kernel SCTP had in the classic ARQ
+// benchmark), needing no kernel SCTP. The SCTP stack is libusrsctp in its
+// "connection" mode: it hands us each SCTP packet to put in a datagram, we
+// hand it each datagram that arrives, and we drive its timers from the loop,
+// so the packets pass through the netem relay like any UDP traffic.
+//
+// libusrsctp keeps one stack per process: at most one SctpChannel may exist
+// in a process at a time (a second one throws). Runs on one loop.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+
+namespace volley::arq {
+
+struct SctpStats {
+  std::uint64_t messages_sent = 0;      // accepted by the association
+  std::uint64_t messages_received = 0;  // delivered, in order
+  std::uint64_t datagrams_sent = 0;
+  std::uint64_t datagrams_received = 0;
+  std::uint64_t bytes_sent = 0;         // SCTP packets on the wire, every kind
+  std::uint64_t foreign_datagrams = 0;  // from an address that is not the peer
+  std::uint64_t retransmissions = 0;    // SCTP's own count of resent chunks (where it reports it)
+};
+
+class SctpChannel {
+ public:
+  using MessageHandler = std::function<void(std::span<const std::byte> message)>;
+  using Done = std::function<void(const std::string& error)>;  // empty: success
+
+  // `peer` set: connects to it; unset: listens, and the source of the first
+  // datagram becomes the peer.
+  SctpChannel(boost::asio::io_context& loop, boost::asio::ip::udp::socket socket,
+              std::optional<boost::asio::ip::udp::endpoint> peer, MessageHandler on_message);
+  ~SctpChannel();
+  SctpChannel(const SctpChannel&) = delete;
+  SctpChannel& operator=(const SctpChannel&) = delete;
+
+  void start();
+  // Queues a message (kept until the association is up); false once the
+  // association failed or the channel is closing (see error()).
+  bool send(std::span<const std::byte> message);
+  // Graceful close: once every message was acknowledged the association shuts
+  // down; `done` runs then, or with the reason when it was lost.
+  void close(Done done);
+  // Calls `done` once the peer shut its side down (everything it sent arrived).
+  void on_peer_finished(Done done);
+  void stop();
+
+  const SctpStats& stats() const noexcept;
+  const std::string& error() const noexcept;
+  boost::asio::ip::udp::endpoint local_endpoint() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace volley::arq

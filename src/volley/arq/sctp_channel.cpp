@@ -1,0 +1,314 @@
+#include <volley/arq/sctp_channel.hpp>
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <stdexcept>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+#include <usrsctp.h>
+
+namespace volley::arq {
+
+namespace asio = boost::asio;
+using asio::ip::udp;
+
+namespace {
+
+// libusrsctp's stack is process-wide: this flag turns a second channel into
+// an exception instead of two owners of one stack.
+std::atomic<bool>& stack_taken() {
+  static std::atomic<bool> taken{false};
+  return taken;
+}
+
+constexpr std::uint16_t kSctpPort = 5000;  // the association's port inside the tunnel (both ends)
+constexpr auto kTick = std::chrono::milliseconds(10);
+constexpr std::size_t kMaxQueued = 65536;  // messages held while the association comes up or the buffer is full
+
+}  // namespace
+
+struct SctpChannel::State {
+  State(asio::io_context& loop, udp::socket s, std::optional<udp::endpoint> p, MessageHandler handler)
+      : socket(std::move(s)), timer(loop), peer(p), on_message(std::move(handler)), buffer(65536), message_buffer(65536) {}
+
+  udp::socket socket;
+  asio::steady_timer timer;
+  std::optional<udp::endpoint> peer;
+  MessageHandler on_message;
+  Done close_done, peer_done;
+  struct socket* listener = nullptr;
+  struct socket* association = nullptr;  // the connected socket (client) or the accepted one
+  bool up = false;
+  bool closing = false;
+  bool shut_down = false;  // our side sent SHUTDOWN
+  bool peer_finished = false;
+  bool stopped = false;
+  std::deque<std::vector<std::byte>> queued;
+  std::vector<std::byte> buffer;          // datagrams in
+  std::vector<std::byte> message_buffer;  // SCTP messages out of the stack
+  std::vector<std::byte> partial;         // a message longer than one read
+  udp::endpoint from;
+  std::chrono::steady_clock::time_point last_tick = std::chrono::steady_clock::now();
+  SctpStats stats;
+  std::string error;
+
+  static int output(void* address, void* packet, std::size_t length, std::uint8_t, std::uint8_t) {
+    auto* self = static_cast<State*>(address);
+    if (!self->peer || self->stopped) return 0;
+    boost::system::error_code ec;
+    self->socket.send_to(asio::buffer(packet, length), *self->peer, 0, ec);
+    if (!ec) {
+      self->stats.datagrams_sent += 1;
+      self->stats.bytes_sent += length;
+    }
+    return 0;  // a failed send is a loss, which SCTP recovers
+  }
+
+  sockaddr_conn address() {
+    sockaddr_conn a{};
+    a.sconn_family = AF_CONN;
+    a.sconn_port = htons(kSctpPort);
+    a.sconn_addr = this;
+    return a;
+  }
+
+  struct socket* open_socket() {
+    struct socket* s = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, nullptr, nullptr, 0, nullptr);
+    if (s == nullptr) throw std::runtime_error(std::string("SCTP socket: ") + std::strerror(errno));
+    configure(s);
+    sockaddr_conn a = address();
+    if (usrsctp_bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+      throw std::runtime_error(std::string("SCTP bind: ") + std::strerror(errno));
+    return s;
+  }
+
+  static void configure(struct socket* s) {
+    usrsctp_set_non_blocking(s, 1);
+    const int on = 1;
+    usrsctp_setsockopt(s, IPPROTO_SCTP, SCTP_NODELAY, &on, sizeof on);  // a message goes out when sent
+    sctp_event event{};
+    event.se_assoc_id = SCTP_ALL_ASSOC;
+    event.se_type = SCTP_ASSOC_CHANGE;
+    event.se_on = 1;
+    usrsctp_setsockopt(s, IPPROTO_SCTP, SCTP_EVENT, &event, sizeof event);
+  }
+
+  void fail(const std::string& why) {
+    if (error.empty()) error = why;
+    finish_close();
+    if (peer_done) std::exchange(peer_done, nullptr)(error);
+  }
+
+  void finish_close() {
+    if (close_done) std::exchange(close_done, nullptr)(error);
+  }
+
+  void on_notification(const std::byte* data, std::size_t n) {
+    sctp_notification note{};
+    std::memcpy(&note, data, std::min(n, sizeof note));
+    if (note.sn_header.sn_type != SCTP_ASSOC_CHANGE) return;
+    switch (note.sn_assoc_change.sac_state) {
+      case SCTP_COMM_UP:
+      case SCTP_RESTART:
+        up = true;
+        break;
+      case SCTP_COMM_LOST:
+        fail("the SCTP association was lost (the peer did not acknowledge within the retransmission limit)");
+        break;
+      case SCTP_CANT_STR_ASSOC:
+        fail("the SCTP association could not be set up");
+        break;
+      case SCTP_SHUTDOWN_COMP:
+        finish_close();
+        break;
+      default:
+        break;
+    }
+  }
+
+  void flush() {
+    if (!up || association == nullptr) return;
+    while (!queued.empty()) {
+      const auto& m = queued.front();
+      if (usrsctp_sendv(association, m.data(), m.size(), nullptr, 0, nullptr, 0, SCTP_SENDV_NOINFO, 0) < 0) {
+        if (errno == EWOULDBLOCK || errno == EAGAIN) return;  // the send buffer is full: later
+        fail(std::string("SCTP send: ") + std::strerror(errno));
+        return;
+      }
+      stats.messages_sent += 1;
+      queued.pop_front();
+    }
+    if (closing && !shut_down) {
+      shut_down = true;
+      usrsctp_shutdown(association, SHUT_WR);  // SHUTDOWN once everything queued is acknowledged
+    }
+  }
+
+  // Everything the stack has for us after an input or a timer.
+  void pump() {
+    if (stopped) return;
+    if (listener != nullptr && association == nullptr) {
+      association = usrsctp_accept(listener, nullptr, nullptr);
+      if (association != nullptr) {
+        configure(association);
+        up = true;
+      }
+    }
+    if (association == nullptr) return;
+    for (;;) {
+      int flags = 0;
+      sctp_rcvinfo info{};
+      socklen_t info_length = sizeof info;
+      unsigned int info_type = 0;
+      const ssize_t n = usrsctp_recvv(association, message_buffer.data(), message_buffer.size(), nullptr, nullptr,
+                                      &info, &info_length, &info_type, &flags);
+      if (n < 0) break;  // EWOULDBLOCK: nothing more now
+      if (n == 0) {      // the peer shut down: all it sent has arrived
+        if (!peer_finished) {
+          peer_finished = true;
+          if (peer_done) std::exchange(peer_done, nullptr)({});
+        }
+        break;
+      }
+      const auto* data = message_buffer.data();
+      if (flags & MSG_NOTIFICATION) {
+        on_notification(data, static_cast<std::size_t>(n));
+        continue;
+      }
+      partial.insert(partial.end(), data, data + n);
+      if (flags & MSG_EOR) {
+        stats.messages_received += 1;
+        on_message(partial);
+        partial.clear();
+      }
+    }
+    flush();
+  }
+
+  void receive() {
+    socket.async_receive_from(asio::buffer(buffer), from, [this](const boost::system::error_code& ec, std::size_t n) {
+      if (stopped || ec == asio::error::operation_aborted) return;
+      if (!ec) {
+        if (!peer && listener != nullptr) peer = from;
+        if (!peer || from != *peer) {
+          stats.foreign_datagrams += 1;
+        } else {
+          stats.datagrams_received += 1;
+          usrsctp_conninput(this, buffer.data(), n, 0);
+          pump();
+        }
+      }
+      receive();
+    });
+  }
+
+  void tick() {
+    timer.expires_after(kTick);
+    timer.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || stopped) return;
+      const auto now = std::chrono::steady_clock::now();
+      const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_tick);
+      last_tick += elapsed;
+      usrsctp_handle_timers(static_cast<std::uint32_t>(elapsed.count()));
+      pump();
+      tick();
+    });
+  }
+};
+
+SctpChannel::SctpChannel(asio::io_context& loop, udp::socket socket, std::optional<udp::endpoint> peer,
+                         MessageHandler on_message) {
+  if (stack_taken().exchange(true))
+    throw std::logic_error("one SctpChannel per process: libusrsctp keeps a single stack");
+  state_ = std::make_unique<State>(loop, std::move(socket), peer, std::move(on_message));
+  try {
+    state_->socket.non_blocking(true);
+    usrsctp_init_nothreads(0, &State::output, nullptr);  // port 0: no UDP socket of its own
+    usrsctp_sysctl_set_sctp_ecn_enable(0);
+    usrsctp_register_address(state_.get());
+    struct socket* s = state_->open_socket();
+    if (peer) {
+      state_->association = s;
+      sockaddr_conn a = state_->address();
+      if (usrsctp_connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno != EINPROGRESS)
+        throw std::runtime_error(std::string("SCTP connect: ") + std::strerror(errno));
+    } else {
+      state_->listener = s;
+      if (usrsctp_listen(s, 1) != 0) throw std::runtime_error(std::string("SCTP listen: ") + std::strerror(errno));
+    }
+  } catch (...) {
+    stop();
+    usrsctp_deregister_address(state_.get());
+    usrsctp_finish();
+    stack_taken() = false;
+    throw;
+  }
+}
+
+SctpChannel::~SctpChannel() {
+  stop();
+  usrsctp_deregister_address(state_.get());
+  // Associations closed without their shutdown handshake linger in the stack
+  // for a while; the process is about to let go of it either way.
+  usrsctp_finish();
+  stack_taken() = false;
+}
+
+void SctpChannel::start() {
+  state_->receive();
+  state_->tick();
+}
+
+bool SctpChannel::send(std::span<const std::byte> message) {
+  if (!state_->error.empty() || state_->closing || state_->queued.size() >= kMaxQueued) return false;
+  state_->queued.emplace_back(message.begin(), message.end());
+  state_->flush();
+  return state_->error.empty();
+}
+
+void SctpChannel::close(Done done) {
+  State& s = *state_;
+  s.close_done = std::move(done);
+  s.closing = true;
+  // An SCTP shutdown closes both directions: once the peer shut down, nothing more can be sent.
+  if (s.peer_finished && !s.queued.empty() && s.error.empty())
+    s.error = std::to_string(s.queued.size()) + " messages unsent: the peer shut the association down first";
+  if (!s.error.empty() || s.peer_finished) return s.finish_close();
+  s.flush();
+}
+
+void SctpChannel::on_peer_finished(Done done) {
+  state_->peer_done = std::move(done);
+  if (state_->peer_finished) std::exchange(state_->peer_done, nullptr)({});
+}
+
+void SctpChannel::stop() {
+  State& s = *state_;
+  if (s.stopped) return;
+  s.stopped = true;
+  boost::system::error_code ignored;
+  s.timer.cancel();
+  s.socket.close(ignored);
+  if (s.association != nullptr) usrsctp_close(s.association);
+  if (s.listener != nullptr) usrsctp_close(s.listener);
+  s.association = s.listener = nullptr;
+}
+
+const SctpStats& SctpChannel::stats() const noexcept {
+  sctpstat st{};
+  usrsctp_get_stat(&st);
+  state_->stats.retransmissions = st.sctps_sendretransdata;
+  return state_->stats;
+}
+
+const std::string& SctpChannel::error() const noexcept { return state_->error; }
+
+udp::endpoint SctpChannel::local_endpoint() const { return state_->socket.local_endpoint(); }
+
+}  // namespace volley::arq
