@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Plots of `volley arq-bench` results: delay against sequence number, one plot
-per run and one per scenario with every scheme (first seed) together, as the
-seed did. Usage: plot_arq.py RESULTS_DIR (with summary.json and the CSV files)."""
+"""Plots of `volley arq-bench` (or `volley arq-sim --out`) results: delay (or
+round trip, where the scenario echoes) against sequence number, one plot per
+run and one per scenario with every variant (first seed) together.
+Usage: plot_arq.py RESULTS_DIR (with summary.json and the CSV files)."""
 import csv
 import json
 import os
@@ -27,14 +28,19 @@ def main():
     runs = json.load(open(os.path.join(out, "summary.json")))
     by_scenario = {}
     for run in runs:
+        if not run["csv"] or not os.path.exists(os.path.join(out, run["csv"])):
+            continue
         seq, delay = load(os.path.join(out, run["csv"]))
+        if not seq:
+            continue
+        what = "round trip" if run.get("echo") else "delay"
         d = run["delay"]
         title = (f"scenario {run['scenario']}: {run['scheme']}, seed {run['seed']}\n{run['netem']}, "
                  f"every {run['interval_ms']:g} ms; mean {d['mean_ms']:.1f} ms, p99 {d['p99_ms']:.1f} ms")
         fig, ax = plt.subplots(figsize=(9, 4.5))
         ax.plot(seq, delay, linewidth=0.8)
         ax.set_xlabel("sequence number")
-        ax.set_ylabel("delay (ms): delivery - input")
+        ax.set_ylabel(f"{what} (ms)" if run.get("echo") else "delay (ms): delivery - input")
         ax.set_title(title, fontsize=10)
         ax.grid(True, alpha=0.3)
         fig.tight_layout()
@@ -48,7 +54,7 @@ def main():
             ax.plot(seq, delay, linewidth=0.8, label=f"{run['scheme']} (mean {run['delay']['mean_ms']:.1f} ms)")
         ax.set_yscale("log")
         ax.set_xlabel("sequence number")
-        ax.set_ylabel("delay (ms, log scale)")
+        ax.set_ylabel(("round trip" if entries[0][0].get("echo") else "delay") + " (ms, log scale)")
         ax.set_title(f"scenario {scenario}: {entries[0][0]['netem']}, every {entries[0][0]['interval_ms']:g} ms",
                      fontsize=10)
         ax.legend()

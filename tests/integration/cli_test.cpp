@@ -125,4 +125,37 @@ TEST(Cli, NetemAndArqToolsDescribeTheirFlagsAndRefuseBadOnes) {
   }
   EXPECT_NE(run({"volley", "arq-recv"}).code, 0);  // --listen is required
   EXPECT_NE(run({"volley", "arq-bench", "--scenario", "9"}).code, 0);
+
+  for (const char* flag : {"--fec", "--echo", "--drain-timeout"}) EXPECT_NE(send.out.find(flag), std::string::npos) << flag;
+  EXPECT_NE(send.out.find("sctp"), std::string::npos);
+  for (const auto& [fec, protocol, says] :
+       {std::tuple{"4:0", "sr", "--fec: FEC K must be"}, std::tuple{"x", "sr", "--fec: FEC must be K:M"},
+        std::tuple{"4:1", "tcp", "--fec goes with the ARQ schemes"}, std::tuple{"4:1", "sctp", "--fec goes with"}}) {
+    const Result bad_fec = run({"volley", "arq-send", "--to", "127.0.0.1:9", "--protocol", protocol, "--fec", fec});
+    EXPECT_EQ(bad_fec.code, 2) << fec << " " << protocol;
+    EXPECT_NE(bad_fec.err.find(says), std::string::npos) << bad_fec.err;
+  }
+  const Result bad_variant = run({"volley", "arq-bench", "--variant", "sr+fec=99:1", "--no-tcp"});
+  EXPECT_EQ(bad_variant.code, 2);
+  EXPECT_NE(bad_variant.err.find("FEC K must be"), std::string::npos) << bad_variant.err;
+  const Result sim_tcp = run({"volley", "arq-sim", "--variant", "tcp"});
+  EXPECT_EQ(sim_tcp.code, 2);
+  EXPECT_NE(sim_tcp.err.find("ARQ variants only"), std::string::npos) << sim_tcp.err;
+}
+
+// The virtual-clock simulation is deterministic: the same seed gives the same
+// table, byte for byte, and every message of every run arrives.
+TEST(Cli, ArqSimIsDeterministicAndDeliversEverything) {
+  const std::vector<std::string> args{"volley", "arq-sim", "--scenario", "3", "5", "--seeds", "2", "--json"};
+  const Result first = run(args);
+  const Result second = run(args);
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_EQ(first.out, second.out);
+  const auto runs = boost::json::parse(first.out).as_array();
+  EXPECT_EQ(runs.size(), 2u * (3 + 4));  // scenario 3: three variants, 5: four; two seeds each
+  for (const auto& r : runs) {
+    const auto& o = r.as_object();
+    EXPECT_EQ(boost::json::value_to<std::string>(o.at("error")), "");
+    EXPECT_EQ(u64(o.at("delay").at("count")), u64(o.at("count")));
+  }
 }

@@ -103,6 +103,30 @@ TEST(FecPacket, RepairAndReportAreByteExact) {
   EXPECT_TRUE(is_report(report));
 }
 
+// The bytes docs/PROTOCOL.md shows, computed by an independent implementation
+// (bit-serial CRC-32C and GF(2^8) arithmetic in Python): a group of two data
+// packets ("hi" and "yo!", conversation 1, sequences 0 and 1) and its repair.
+TEST(FecPacket, RepairMatchesAnIndependentImplementation) {
+  const std::string hi = "hi", yo = "yo!";
+  Bytes first, second;
+  encode_data({1, 0, false, std::as_bytes(std::span(hi))}, first);
+  encode_data({1, 1, false, std::as_bytes(std::span(yo))}, second);
+  FecConfig c;
+  c.k = 2;
+  c.m = 1;
+  FecEncoder encoder(c);
+  Captured out;
+  encoder.on_data_sent(first, Nanos(0), out.sink());
+  encoder.on_data_sent(second, Nanos(0), out.sink());
+  ASSERT_EQ(out.packets.size(), 1u);
+  EXPECT_EQ(hex(out.packets[0]),
+            "00000001" "03" "00" "00000000" "02" "01" "00" "00" "0015" "387717d8" "00000000" "00000001"
+            "00f30000007a7a00000000f400002d4a1093e89f1f");
+  Bytes report;
+  encode_report({1, 8, 40, 3}, report);
+  EXPECT_EQ(hex(report), "00000001" "04" "00" "00000008" "00000028" "00000003" "2fc5e26a");
+}
+
 TEST(FecPacket, EverySingleBitFlipAndBadFieldIsRejected) {
   std::vector<Bytes> data, repairs;
   encode_group(3, 2, 40, data, repairs);

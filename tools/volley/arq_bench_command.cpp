@@ -1,27 +1,29 @@
-// `volley arq-bench`: the ARQ delay benchmarks over an impaired link, end to end in real time.
-// Each run is a sender channel -> volley netem relay (both directions impaired,
-// as tc-netem on the loopback device was) -> receiver channel, each on its own
-// thread, a message every interval; delay = delivery time - input time. Runs of
-// a scenario go concurrently. Writes per-message CSV and summary.json, prints the
-// per-message delay statistics (mean, median, stdev, min, max, p99), and draws PNG plots with bench/plot_arq.py.
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cstdlib>
+// `volley arq-bench`: the ARQ delay scenarios (arq_scenarios.hpp) end to end in
+// real time. An ARQ run is a sender channel -> volley netem relay (both
+// directions impaired, as tc-netem on the loopback device was) -> receiver
+// channel, each on its own thread, a message every interval; delay = delivery
+// time - input time, or the round trip where the scenario echoes. SCTP runs are
+// arq-send and arq-recv processes through the same relay (libusrsctp keeps one
+// stack per process); TCP runs cross two network namespaces joined by
+// `volley netem tun` (root only). Runs of a scenario go concurrently. Writes
+// per-message CSV and summary.json; bench/plot_arq.py draws the plots.
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json/array.hpp>
+#include <boost/json/parse.hpp>
 #include <fmt/core.h>
 
 #include <volley/arq/udp_channel.hpp>
 #include <volley/netem/udp_relay.hpp>
 
 #include "arq_commands.hpp"
-#include "arq_messages.hpp"
+#include "arq_report.hpp"
+#include "child_processes.hpp"
 #include "commands.hpp"
 #include "json_output.hpp"
 
@@ -30,50 +32,15 @@ namespace {
 
 namespace asio = boost::asio;
 using asio::ip::udp;
-
-struct Scenario {
-  int number;
-  std::string netem;
-  double interval_ms;
-  std::uint64_t count;
-  std::vector<arq::Scheme> schemes;
-  int seeds;  // runs per scheme, seeds 1..n
-};
-
-const std::vector<Scenario> kScenarios{
-    {1, "delay 50ms", 200, 100, {arq::Scheme::stop_and_wait, arq::Scheme::go_back_n, arq::Scheme::selective_repeat}, 1},
-    {2, "delay 50ms 10ms distribution normal loss random 1%", 25, 1000,
-     {arq::Scheme::stop_and_wait, arq::Scheme::go_back_n, arq::Scheme::selective_repeat}, 1},
-    {3, "delay 50ms 10ms distribution normal loss random 1%", 25, 1000, {arq::Scheme::selective_repeat}, 5},
-    {4, "delay 50ms 10ms distribution normal loss state 1% 5%", 25, 1000, {arq::Scheme::selective_repeat}, 3},
-};
+using namespace std::chrono_literals;
 
 struct Run {
-  const Scenario* scenario;
-  std::optional<arq::Scheme> scheme;  // none: the TCP baseline
+  const ArqScenario* scenario;
+  ArqVariant variant;
   std::uint64_t seed;
   std::string name;
-  // Results.
-  std::vector<DeliveryRecord> records{};
-  arq::SenderStats sender{};
-  arq::ReceiverStats receiver{};
-  netem::LinkCounters up{}, down{};
-  std::uint64_t payload_bytes = 0;
-  std::string error{};
-  double seconds = 0;
+  ArqRunResult result{};
 };
-
-std::string scheme_label(std::optional<arq::Scheme> s) {
-  if (!s) return "tcp";
-  return *s == arq::Scheme::selective_repeat ? "sr" : *s == arq::Scheme::go_back_n ? "gbn" : "saw";
-}
-
-std::string scheme_name(std::optional<arq::Scheme> s) { return s ? arq::to_string(*s) : "tcp (over TUN)"; }
-
-bool tcp_baseline_possible() {
-  struct stat st {};
-  return ::geteuid() == 0 && ::stat("/dev/net/tun", &st) == 0;
-}
 
 std::vector<DeliveryRecord> read_csv(const std::string& path) {
   std::vector<DeliveryRecord> records;
@@ -87,64 +54,101 @@ std::vector<DeliveryRecord> read_csv(const std::string& path) {
   return records;
 }
 
-// The TCP baseline runs as processes in two network namespaces (bench/arq_tcp_baseline.sh).
-void execute_tcp(Run& run, const ArqOptions& o, const std::string& out_dir) {
-  const std::string csv = out_dir + "/" + run.name + ".csv";
-  const std::string bin = std::filesystem::canonical("/proc/self/exe").parent_path().string();
-  const std::string command = fmt::format("'{}/bench/arq_tcp_baseline.sh' '{}' '{}' {} {} {} {} '{}'", VOLLEY_SOURCE_DIR,
-                                          bin, run.scenario->netem, run.scenario->count, run.scenario->interval_ms,
-                                          o.size, run.seed, csv);
-  const auto start = std::chrono::steady_clock::now();
-  if (std::system(command.c_str()) != 0) run.error = "the TCP baseline failed (see bench/arq_tcp_baseline.sh)";
-  run.seconds = seconds_since(start);
-  run.records = read_csv(csv);
-  run.payload_bytes = run.records.size() * o.size;
+// A tool's --json report: its last line that is a JSON object (arq-recv prints its listening line first).
+boost::json::object read_report(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty() && line.front() == '{') last = line;
+  boost::system::error_code ec;
+  auto v = boost::json::parse(last, ec);
+  return !ec && v.is_object() ? v.as_object() : boost::json::object{};
 }
 
-void execute(Run& run, const ArqOptions& o, const std::string& out_dir) {
-  if (!run.scheme) return execute_tcp(run, o, out_dir);
+std::uint64_t number_at(const boost::json::object& o, const char* section, const char* key) {
+  const auto* s = o.if_contains(section);
+  const auto* v = s && s->is_object() ? s->as_object().if_contains(key) : nullptr;
+  return v && v->is_uint64() ? v->as_uint64() : v && v->is_int64() ? static_cast<std::uint64_t>(v->as_int64()) : 0;
+}
+
+std::size_t message_size(const Run& run, const ArqOptions& o) { return run.scenario->size ? run.scenario->size : o.size; }
+
+// Flags arq-send and arq-recv share for one run.
+std::vector<std::string> tool_args(const Run& run, const ArqOptions& o, const char* protocol) {
+  std::vector<std::string> args{"--protocol", protocol, "--size", std::to_string(message_size(run, o)), "--json"};
+  if (run.scenario->echo) args.push_back("--echo");
+  return args;
+}
+
+void execute_arq(Run& run, const ArqOptions& o) {
+  ArqRunResult& r = run.result;
   std::string parse_error;
   const auto impairment = netem::parse_impairment(run.scenario->netem, parse_error);
   asio::io_context relay_loop(1), recv_loop(1), send_loop(1);
-  ArqOptions scheme_options = o;
-  scheme_options.protocol = scheme_label(run.scheme);  // a UDP scheme here
-  const ArqConfigs c = make_configs(scheme_options);
+  ArqConfigs c = make_configs(o);
+  c.sender.scheme = c.receiver.scheme = run.variant.scheme;
+  c.fec = run.variant.fec;
+  const std::size_t size = message_size(run, o);
+  const bool echo = run.scenario->echo;
 
-  arq::ArqChannel receiver(recv_loop, udp::socket(recv_loop, udp::endpoint(asio::ip::address_v4::loopback(), 0)),
-                           std::nullopt, c.sender, c.receiver, [&](std::span<const std::byte> m) {
-                             const Stamp s = read_stamp(m);
-                             run.records.push_back({s.seq, s.input_ns, arq::ArqChannel::now().count()});
-                           });
-  netem::UdpRelay relay(relay_loop, udp::endpoint(asio::ip::address_v4::loopback(), 0), receiver.local_endpoint(),
+  std::unique_ptr<arq::ArqChannel> receiver;
+  receiver = std::make_unique<arq::ArqChannel>(
+      recv_loop, udp::socket(recv_loop, udp::endpoint(asio::ip::address_v4::loopback(), 0)), std::nullopt, c.sender,
+      c.receiver,
+      [&](std::span<const std::byte> m) {
+        if (!echo) {
+          const Stamp s = read_stamp(m);
+          r.records.push_back({s.seq, s.input_ns, arq::ArqChannel::now().count()});
+        } else if (!receiver->send(m)) {
+          r.error = "the echoing end refused a message";
+        }
+      },
+      c.fec);
+  netem::UdpRelay relay(relay_loop, udp::endpoint(asio::ip::address_v4::loopback(), 0), receiver->local_endpoint(),
                         *impairment, *impairment, run.seed);
-  arq::ArqChannel sender(send_loop, udp::socket(send_loop, udp::endpoint(asio::ip::address_v4::loopback(), 0)),
-                         relay.local_endpoint(), c.sender, c.receiver, [](std::span<const std::byte>) {});
+  asio::steady_timer pacer(send_loop), deadline(send_loop);
+  std::uint64_t next = 0;
+  bool closing = false;
+  std::unique_ptr<arq::ArqChannel> sender;
+  const auto finish = [&] {
+    if (closing) return;
+    closing = true;
+    sender->close([&](const std::string& e) {
+      if (r.error.empty()) r.error = e;
+      deadline.cancel();
+      sender->stop();
+    });
+  };
+  sender = std::make_unique<arq::ArqChannel>(
+      send_loop, udp::socket(send_loop, udp::endpoint(asio::ip::address_v4::loopback(), 0)), relay.local_endpoint(),
+      c.sender, c.receiver,
+      [&](std::span<const std::byte> m) {
+        if (!echo) return;
+        const Stamp s = read_stamp(m);
+        r.records.push_back({s.seq, s.input_ns, arq::ArqChannel::now().count()});
+        if (r.records.size() == run.scenario->count) finish();
+      },
+      c.fec);
 
   // The receiver lingers after the end of stream so the sender's last acks get through.
-  receiver.start();
-  receiver.on_peer_finished([&](const std::string&) {
-    auto linger = std::make_shared<asio::steady_timer>(recv_loop, std::chrono::seconds(1));
-    linger->async_wait([&, linger](const boost::system::error_code&) { receiver.stop(); });
+  receiver->start();
+  receiver->on_peer_finished([&](const std::string&) {
+    auto linger = std::make_shared<asio::steady_timer>(recv_loop, 1s);
+    linger->async_wait([&, linger](const boost::system::error_code&) { receiver->stop(); });
   });
   relay.start();
 
   const auto interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double, std::milli>(run.scenario->interval_ms));
   const auto start = std::chrono::steady_clock::now();
-  asio::steady_timer pacer(send_loop), deadline(send_loop);
-  std::uint64_t next = 0;
   std::function<void()> tick = [&] {
     if (next == run.scenario->count) {
-      sender.close([&](const std::string& e) {
-        run.error = e;
-        deadline.cancel();
-        sender.stop();
-      });
+      if (!echo) finish();
       return;
     }
-    const auto m = stamped_message(next, arq::ArqChannel::now().count(), o.size);
-    if (!sender.send(m)) run.error = "sender refused a message: " + sender.sender().error();
-    run.payload_bytes += m.size();
+    const auto m = stamped_message(next, arq::ArqChannel::now().count(), size);
+    if (!sender->send(m)) r.error = "sender refused a message: " + sender->sender().error();
+    r.payload_bytes += m.size() * (echo ? 2 : 1);
     ++next;
     pacer.expires_at(start + interval * static_cast<std::int64_t>(next));
     pacer.async_wait([&](const boost::system::error_code& ec) {
@@ -152,130 +156,232 @@ void execute(Run& run, const ArqOptions& o, const std::string& out_dir) {
     });
   };
   // A run that cannot finish (a dead peer aside) is stopped and reported.
-  deadline.expires_after(std::chrono::seconds(600));
+  deadline.expires_after(600s);
   deadline.async_wait([&](const boost::system::error_code& ec) {
     if (ec) return;
-    run.error = "did not finish within 600 s";
+    r.error = "did not finish within 600 s";
     pacer.cancel();
-    sender.stop();
+    sender->stop();
   });
-  sender.start();
+  sender->start();
   tick();
 
   std::thread relay_thread([&] { relay_loop.run(); });
   std::thread recv_thread([&] { recv_loop.run(); });
   send_loop.run();
-  run.seconds = seconds_since(start);
+  r.seconds = seconds_since(start);
   // The sender is done; give the receiver its linger, then stop the rest.
-  for (int i = 0; i < 300 && !recv_loop.stopped(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  asio::post(recv_loop, [&] { receiver.stop(); });
+  for (int i = 0; i < 300 && !recv_loop.stopped(); ++i) std::this_thread::sleep_for(10ms);
+  asio::post(recv_loop, [&] { receiver->stop(); });
   recv_thread.join();
   asio::post(relay_loop, [&] { relay.stop(); });
   relay_thread.join();
-  run.sender = sender.sender().stats();
-  run.receiver = receiver.receiver().stats();
-  run.up = relay.core().up().counters();
-  run.down = relay.core().down().counters();
+  r.sender = sender->sender().stats();
+  r.receiver = receiver->receiver().stats();
+  if (const auto* f = sender->endpoint().fec_encoder()) r.fec = f->stats();
+  r.fec_decoder = receiver->endpoint().fec_decoder().stats();
+  for (const auto* ch : {sender.get(), receiver.get()}) {
+    r.wire_bytes += ch->endpoint().bytes_sent();
+    r.data_bytes += ch->sender().stats().bytes_on_wire;
+    if (const auto* f = ch->endpoint().fec_encoder()) r.data_bytes += f->stats().repair_bytes;
+  }
+  r.up = relay.core().up().counters();
+  r.down = relay.core().down().counters();
 }
 
-int run_bench(const ArqOptions& o, const std::vector<int>& scenarios, const std::string& out_dir,
-              const std::string& plot_script, bool tcp) {
-  if (tcp && !tcp_baseline_possible()) {
-    fmt::print(stderr, "volley arq-bench: no TCP baseline: it needs root and /dev/net/tun (--no-tcp to silence)\n");
-    tcp = false;
+// arq-recv and arq-send as processes; `wrap` places each in its network
+// (namespaces for TCP), `to` is where the sender sends given the receiver's port.
+void execute_processes(Run& run, const ArqOptions& o, const std::string& out_dir, const char* protocol,
+                       const std::function<std::vector<std::string>(std::vector<std::string>, bool)>& wrap,
+                       const std::string& listen_address, const std::function<std::string(int)>& to) {
+  ArqRunResult& r = run.result;
+  const std::string base = out_dir + "/" + run.name;
+  const std::string csv = base + ".csv";
+  std::filesystem::remove(base + ".port");
+  std::vector<std::string> recv_args{self_executable(), "arq-recv", "--listen", listen_address, "--port-file",
+                                     base + ".port"};
+  if (!run.scenario->echo) recv_args.insert(recv_args.end(), {"--csv", csv});
+  for (auto& a : tool_args(run, o, protocol)) recv_args.push_back(a);
+  const auto start = std::chrono::steady_clock::now();
+  Child recv(wrap(recv_args, false), base + ".recv.json");
+  const std::string port = wait_for_file(base + ".port", recv, 10s);
+  if (port.empty()) {
+    r.error = "arq-recv did not start (see " + run.name + ".recv.json.err)";
+    return;
   }
-  std::filesystem::create_directories(out_dir);
-  boost::json::array summary;
-  fmt::print("| scenario | scheme | seed | delivered | mean ms | median ms | stdev ms | min ms | p99 ms | max ms | "
-             "retransmissions | data bytes per payload byte | all bytes per payload byte |\n");
-  fmt::print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (const Scenario& scenario : kScenarios) {
-    if (std::find(scenarios.begin(), scenarios.end(), scenario.number) == scenarios.end()) continue;
-    std::vector<Run> runs;
-    for (const arq::Scheme scheme : scenario.schemes)
-      for (int seed = 1; seed <= scenario.seeds; ++seed)
-        runs.push_back({&scenario, scheme, static_cast<std::uint64_t>(seed),
-                        fmt::format("s{}_{}_seed{}", scenario.number, scheme_label(scheme), seed)});
-    if (tcp)
-      runs.push_back({&scenario, std::nullopt, 1, fmt::format("s{}_tcp_seed1", scenario.number)});
-    fmt::print(stderr, "scenario {}: {} ({} x {} ms), {} run(s) at once...\n", scenario.number, scenario.netem,
-               scenario.count, scenario.interval_ms, runs.size());
-    std::vector<std::thread> threads;
-    for (auto& r : runs) threads.emplace_back([&r, &o, &out_dir] { execute(r, o, out_dir); });
-    for (auto& t : threads) t.join();
-    for (auto& r : runs) {
-      if (r.scheme) write_csv(out_dir + "/" + r.name + ".csv", r.records);
-      const DelayStats s = delay_stats(r.records);
-      const double payload = static_cast<double>(std::max<std::uint64_t>(r.payload_bytes, 1));
-      const double data_ratio = static_cast<double>(r.sender.bytes_on_wire) / payload;
-      const double all_ratio = static_cast<double>(r.sender.bytes_on_wire + r.receiver.bytes_on_wire) / payload;
-      // TCP keeps its retransmissions and bytes to itself: not shown rather than shown as zero.
-      const std::string retx = r.scheme ? std::to_string(r.sender.retransmissions) : "n/a";
-      const std::string data_bytes = r.scheme ? fmt::format("{:.3f}", data_ratio) : "n/a";
-      const std::string all_bytes = r.scheme ? fmt::format("{:.3f}", all_ratio) : "n/a";
-      fmt::print("| {} | {} | {} | {}/{} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {} | {} | {} |{}\n",
-                 scenario.number, scheme_name(r.scheme), r.seed, s.count, scenario.count, s.mean, s.median, s.stdev,
-                 s.min, s.p99, s.max, retx, data_bytes, all_bytes, r.error.empty() ? "" : " error: " + r.error);
-      summary.push_back(boost::json::object{
-          {"name", r.name},
-          {"scenario", scenario.number},
-          {"netem", scenario.netem},
-          {"interval_ms", scenario.interval_ms},
-          {"count", scenario.count},
-          {"scheme", scheme_name(r.scheme)},
-          {"seed", r.seed},
-          {"delay", to_json(s)},
-          {"packets_sent", r.sender.packets_sent},
-          {"retransmissions", r.sender.retransmissions},
-          {"timeouts", r.sender.timeouts},
-          {"fast_retransmits", r.sender.fast_retransmits},
-          {"data_bytes_per_payload_byte", data_ratio},
-          {"all_bytes_per_payload_byte", all_ratio},
-          {"extra_data_bytes", static_cast<double>(r.sender.retransmissions) /
-                                   static_cast<double>(std::max<std::uint64_t>(r.sender.packets_sent, 1))},
-          {"lost_up", r.up.lost},
-          {"lost_down", r.down.lost},
-          {"seconds", r.seconds},
-          {"error", r.error},
-          {"csv", r.name + ".csv"}});
+  std::vector<std::string> send_args{self_executable(), "arq-send", "--to", to(std::stoi(port)), "--count",
+                                     std::to_string(run.scenario->count), "--interval",
+                                     fmt::format("{}", run.scenario->interval_ms)};
+  if (run.scenario->echo) send_args.insert(send_args.end(), {"--csv", csv});
+  for (auto& a : tool_args(run, o, protocol)) send_args.push_back(a);
+  Child send(wrap(send_args, true), base + ".send.json");
+  const auto sent = send.wait_for(660s);
+  const auto received = recv.wait_for(30s);
+  r.seconds = seconds_since(start);
+  const auto send_report = read_report(base + ".send.json");
+  const auto recv_report = read_report(base + ".recv.json");
+  if (!sent || *sent != 0) {
+    const auto* e = send_report.if_contains("error");
+    r.error = e && e->is_string() && !e->as_string().empty() ? std::string(e->as_string())
+                                                              : "arq-send failed (see " + run.name + ".send.json.err)";
+  } else if (!received || *received != 0) {
+    r.error = "arq-recv failed (see " + run.name + ".recv.json.err)";
+  }
+  r.records = read_csv(csv);
+  r.payload_bytes = run.scenario->count * message_size(run, o) * (run.scenario->echo ? 2 : 1);
+  const std::uint64_t sent_bytes = number_at(send_report, "sctp", "bytes_sent");
+  const std::uint64_t answered_bytes = number_at(recv_report, "sctp", "bytes_sent");
+  r.wire_bytes = sent_bytes + answered_bytes;
+  r.data_bytes = run.scenario->echo ? r.wire_bytes : sent_bytes;  // SCTP bundles its SACKs with data
+  r.sender.retransmissions = number_at(send_report, "sctp", "retransmitted_chunks");
+}
+
+void execute_sctp(Run& run, const ArqOptions& o, const std::string& out_dir) {
+  std::string parse_error;
+  const auto impairment = netem::parse_impairment(run.scenario->netem, parse_error);
+  asio::io_context relay_loop(1);
+  std::unique_ptr<netem::UdpRelay> relay;
+  std::thread relay_thread;
+  const auto to = [&](int recv_port) {
+    relay = std::make_unique<netem::UdpRelay>(relay_loop, udp::endpoint(asio::ip::address_v4::loopback(), 0),
+                                              udp::endpoint(asio::ip::address_v4::loopback(),
+                                                            static_cast<std::uint16_t>(recv_port)),
+                                              *impairment, *impairment, run.seed);
+    relay->start();
+    relay_thread = std::thread([&] { relay_loop.run(); });
+    return fmt::format("127.0.0.1:{}", relay->local_endpoint().port());
+  };
+  execute_processes(run, o, out_dir, "sctp", [](std::vector<std::string> a, bool) { return a; }, "127.0.0.1:0", to);
+  if (relay) {
+    asio::post(relay_loop, [&] { relay->stop(); });
+    relay_thread.join();
+    run.result.up = relay->core().up().counters();
+    run.result.down = relay->core().down().counters();
+  }
+}
+
+void execute_tcp(Run& run, const ArqOptions& o, const std::string& out_dir) {
+  try {
+    const NamespaceLink link(fmt::format("vab{}-{}", ::getpid(), run.name), run.scenario->netem, run.seed, out_dir);
+    execute_processes(
+        run, o, out_dir, "tcp",
+        [&](std::vector<std::string> a, bool sender) { return sender ? link.in_a(std::move(a)) : link.in_b(std::move(a)); },
+        fmt::format("{}:9500", NamespaceLink::kAddressB),
+        [](int port) { return fmt::format("{}:{}", NamespaceLink::kAddressB, port); });
+  } catch (const std::exception& e) {
+    run.result.error = e.what();
+  }
+}
+
+struct BenchOptions {
+  std::vector<int> scenarios{1, 2, 3, 4, 5};
+  std::vector<std::string> variants;  // empty: each scenario's own, SCTP and TCP added
+  int seeds = 0;
+  std::string out = "bench/results/arq";
+  bool tcp = true;
+  bool sctp = true;
+};
+
+std::vector<ArqVariant> variants_for(const ArqScenario& scenario, const BenchOptions& b) {
+  std::vector<ArqVariant> out;
+  std::string error;
+  if (!b.variants.empty()) {
+    for (const auto& v : b.variants) out.push_back(*parse_arq_variant(v, error));
+  } else {
+    out = default_arq_variants(scenario);
+    if (b.sctp && !scenario.echo) out.push_back(*parse_arq_variant("sctp", error));
+    if (b.tcp) out.push_back(*parse_arq_variant("tcp", error));
+  }
+  return out;
+}
+
+int run_bench(const ArqOptions& o, BenchOptions b) {
+  std::string error;
+  for (const auto& v : b.variants) {
+    if (!parse_arq_variant(v, error)) {
+      fmt::print(stderr, "volley arq-bench: {}\n", error);
+      return 2;
     }
   }
-  std::ofstream(out_dir + "/summary.json") << to_json_text(summary) << '\n';
-  fmt::print("\nper-message CSV and summary.json in {}\n", out_dir);
-  std::fflush(stdout);  // before the plotting process writes to the same stdout
-  if (!plot_script.empty()) {
-    const std::string command = "/usr/bin/python3 '" + plot_script + "' '" + out_dir + "'";
-    if (std::system(command.c_str()) != 0)
-      fmt::print(stderr, "volley arq-bench: plotting failed (needs /usr/bin/python3 with matplotlib: "
-                         "apt-get install python3-matplotlib)\n");
+  if (const std::string why = NamespaceLink::unavailable_reason(); b.tcp && !why.empty()) {
+    fmt::print(stderr, "volley arq-bench: no TCP baseline: {} (--no-tcp to silence)\n", why);
+    b.tcp = false;
   }
-  return 0;
+  std::filesystem::create_directories(b.out);
+  boost::json::array summary;
+  print_arq_table_header();
+  std::fflush(stdout);
+  int failures = 0;
+  for (const int number : b.scenarios) {
+    const ArqScenario& scenario = *find_arq_scenario(number);
+    std::vector<Run> runs;
+    for (const auto& variant : variants_for(scenario, b)) {
+      if (variant.kind == ArqVariant::Kind::tcp && !b.tcp) continue;
+      const int seeds = b.seeds > 0 ? b.seeds : scenario.seeds;
+      for (int seed = 1; seed <= seeds; ++seed)
+        runs.push_back({&scenario, variant, static_cast<std::uint64_t>(seed),
+                        fmt::format("s{}_{}_seed{}", scenario.number, variant.label(), seed)});
+    }
+    fmt::print(stderr, "scenario {}: {}: {} run(s) at once, about {:.0f} s...\n", scenario.number, scenario.summary,
+               runs.size(), static_cast<double>(scenario.count) * scenario.interval_ms / 1000 + 2);
+    std::vector<std::thread> threads;
+    for (auto& r : runs) {
+      threads.emplace_back([&r, &o, &b] {
+        if (r.variant.kind == ArqVariant::Kind::arq) execute_arq(r, o);
+        else if (r.variant.kind == ArqVariant::Kind::sctp) execute_sctp(r, o, b.out);
+        else execute_tcp(r, o, b.out);
+        fmt::print(stderr, "  {}: {}/{} delivered in {:.1f} s{}\n", r.name, r.result.records.size(), r.scenario->count,
+                   r.result.seconds, r.result.error.empty() ? "" : " (" + r.result.error + ")");
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (auto& r : runs) {
+      const std::string csv = r.name + ".csv";
+      if (r.variant.kind == ArqVariant::Kind::arq) write_csv(b.out + "/" + csv, r.result.records);
+      print_arq_row(scenario, r.variant, r.seed, r.result);
+      summary.push_back(arq_row_json(scenario, r.variant, r.seed, r.result, csv));
+      failures += r.result.error.empty() && r.result.records.size() == scenario.count ? 0 : 1;
+    }
+    std::fflush(stdout);
+  }
+  std::ofstream(b.out + "/summary.json") << to_json_text(summary) << '\n';
+  fmt::print("\nper-message CSV and summary.json in {}; plots: /usr/bin/python3 bench/plot_arq.py {}\n", b.out, b.out);
+  if (failures > 0) fmt::print(stderr, "volley arq-bench: {} run(s) did not deliver everything (see the table)\n", failures);
+  return 0;  // undelivered messages are a result to report (SCTP under burst loss), not a tool failure
 }
 
 }  // namespace
 
 Runner add_arq_bench_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("arq-bench", "ARQ delay benchmarks (four impaired-link scenarios) end to end over the netem relay, "
-                                              "with per-message CSV, statistics and PNG plots");
+  auto* cmd = app.add_subcommand("arq-bench", "ARQ delay benchmarks end to end in real time over the netem relay: the "
+                                              "classic four scenarios and the KCP-style round trips, every scheme "
+                                              "with and without FEC beside SCTP and TCP, per-message CSV and statistics");
   auto o = std::make_shared<ArqOptions>();
-  auto scenarios = std::make_shared<std::vector<int>>(std::vector<int>{1, 2, 3, 4});
-  auto out = std::make_shared<std::string>("bench/results/arq");
-  auto plot = std::make_shared<std::string>(std::string(VOLLEY_SOURCE_DIR) + "/bench/plot_arq.py");
-  cmd->add_option("--scenario", *scenarios, "Scenarios to run (1: 50 ms, 200 ms apart, 100 messages; 2: 50+-10 ms "
-                                            "normal, 1% loss, 25 ms apart, 1000; 3: as 2, selective repeat, 5 seeds; "
-                                            "4: as 3 with burst loss 'state 1% 5%')")
-      ->check(CLI::Range(1, 4));
+  auto b = std::make_shared<BenchOptions>();
+  cmd->add_option("--scenario", b->scenarios,
+                  "Scenarios (1: 50 ms, 200 ms apart, 100 messages; 2: 50+-10 ms normal, 1% loss, 25 ms apart, "
+                  "1000; 3: as 2, selective repeat with and without FEC, 5 seeds; 4: as 3 with burst loss "
+                  "'state 1% 5%'; 5: KCP-style, 30-62 ms, 5% loss, 20 ms apart, echoed, round trips)")
+      ->check(CLI::Range(1, 5));
+  cmd->add_option("--variant", b->variants,
+                  "Variants instead of each scenario's own: sr, gbn, saw, sr+fec=K:M, sr+fec=adaptive, sctp, tcp");
+  cmd->add_option("--seeds", b->seeds, "Seeds per variant (default: the scenario's own, 1 to 5)")->check(CLI::Range(1, 100));
   cmd->add_option("--window", o->window, "Window in packets")->capture_default_str();
-  cmd->add_option("--size", o->size, "Message size in bytes")->capture_default_str();
+  cmd->add_option("--size", o->size, "Message size in bytes for scenarios 1-4")->capture_default_str();
   cmd->add_option("--timeout", o->fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298)");
   cmd->add_option("--fast-retransmit-after", o->fast_retransmit_after,
                   "Selective repeat: resend a hole once this many later packets are acked")
       ->capture_default_str();
-  cmd->add_option("--out", *out, "Folder for the CSV files, summary.json and plots")->capture_default_str();
-  cmd->add_option("--plot-script", *plot, "Plotting script ('' to skip plots)")->capture_default_str();
-  auto no_tcp = std::make_shared<bool>(false);
-  cmd->add_flag("--no-tcp", *no_tcp, "Skip the TCP baseline over the netem TUN link (it needs root)");
-  return [o, scenarios, out, plot, no_tcp] { return run_bench(*o, *scenarios, *out, *plot, !*no_tcp); };
+  cmd->add_option("--out", b->out, "Folder for the CSV files and summary.json")->capture_default_str();
+  cmd->add_flag("--no-tcp{false}", b->tcp, "Skip the TCP baseline over network namespaces (it needs root)");
+  cmd->add_flag("--no-sctp{false}", b->sctp, "Skip the SCTP runs");
+  return [o, b] {
+    if (auto e = check_arq_options(*o); !e.empty()) {
+      fmt::print(stderr, "volley arq-bench: {}\n", e);
+      return 2;
+    }
+    return run_bench(*o, *b);
+  };
 }
 
 }  // namespace volley::tools

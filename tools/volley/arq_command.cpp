@@ -210,8 +210,16 @@ int run_send(const ArqOptions& o) {
     fmt::print(stderr, "volley arq-send: cannot reach {}: {}\n", o.address, e.what());
     return 1;
   }
-  start = std::chrono::steady_clock::now();
-  tick();
+  // Pacing starts once the transport is up: SCTP's association setup is not a message's delay.
+  transport->on_ready([&](const std::string& e) {
+    if (!e.empty()) {
+      error = e;
+      transport->stop();
+      return;
+    }
+    start = std::chrono::steady_clock::now();
+    tick();
+  });
   loop.run();
   const double seconds = seconds_since(start);
   if (!o.csv.empty() && o.echo) write_csv(o.csv, round_trips);

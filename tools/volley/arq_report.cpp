@@ -20,9 +20,9 @@ void print_arq_table_header() {
 
 void print_arq_row(const ArqScenario& scenario, const ArqVariant& variant, std::uint64_t seed, const ArqRunResult& r) {
   const DelayStats s = delay_stats(r.records);
-  const bool arq = variant.kind == ArqVariant::Kind::arq;
   // TCP keeps its retransmissions and bytes to itself: not shown rather than shown as zero.
-  const auto or_na = [arq](std::string text) { return arq ? text : std::string("n/a"); };
+  const bool known = variant.kind != ArqVariant::Kind::tcp;
+  const auto or_na = [known](std::string text) { return known ? text : std::string("n/a"); };
   fmt::print("| {} | {} | {} | {}/{} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {} | {} | {} | {} |{}\n",
              scenario.number, variant.name(), seed, s.count, scenario.count, s.mean, s.median, s.stdev, s.min, s.p99,
              s.max, or_na(std::to_string(r.sender.retransmissions)),
@@ -34,7 +34,8 @@ void print_arq_row(const ArqScenario& scenario, const ArqVariant& variant, std::
 
 boost::json::object arq_row_json(const ArqScenario& scenario, const ArqVariant& variant, std::uint64_t seed,
                                  const ArqRunResult& r, const std::string& csv) {
-  boost::json::object o{{"scenario", scenario.number},
+  boost::json::object o{{"name", csv.substr(0, csv.rfind('.'))},
+                        {"scenario", scenario.number},
                         {"netem", scenario.netem},
                         {"interval_ms", scenario.interval_ms},
                         {"count", scenario.count},
@@ -46,7 +47,7 @@ boost::json::object arq_row_json(const ArqScenario& scenario, const ArqVariant& 
                         {"error", r.error},
                         {"seconds", r.seconds},
                         {"csv", csv}};
-  if (variant.kind == ArqVariant::Kind::arq) {
+  if (variant.kind != ArqVariant::Kind::tcp) {
     o["packets_sent"] = r.sender.packets_sent;
     o["retransmissions"] = r.sender.retransmissions;
     o["timeouts"] = r.sender.timeouts;

@@ -30,6 +30,7 @@ const ArqScenario* find_arq_scenario(int number) {
 
 std::string ArqVariant::label() const {
   if (kind == Kind::tcp) return "tcp";
+  if (kind == Kind::sctp) return "sctp";
   std::string l = scheme == arq::Scheme::selective_repeat ? "sr" : scheme == arq::Scheme::go_back_n ? "gbn" : "saw";
   if (fec) {
     std::string t = fec_text;
@@ -41,6 +42,7 @@ std::string ArqVariant::label() const {
 
 std::string ArqVariant::name() const {
   if (kind == Kind::tcp) return "tcp (over TUN)";
+  if (kind == Kind::sctp) return "sctp (over UDP)";
   std::string n = arq::to_string(scheme);
   if (fec) n += " + FEC " + fec_text;
   return n;
@@ -48,14 +50,14 @@ std::string ArqVariant::name() const {
 
 std::optional<ArqVariant> parse_arq_variant(const std::string& text, std::string& error) {
   ArqVariant v;
-  if (text == "tcp") {
-    v.kind = ArqVariant::Kind::tcp;
+  if (text == "tcp" || text == "sctp") {
+    v.kind = text == "tcp" ? ArqVariant::Kind::tcp : ArqVariant::Kind::sctp;
     return v;
   }
   const auto plus = text.find('+');
   const auto scheme = parse_scheme(text.substr(0, plus));
   if (!scheme) {
-    error = "a variant is sr, gbn, saw or tcp, optionally with +fec=K:M or +fec=adaptive: not '" + text + "'";
+    error = "a variant is sr, gbn or saw (optionally with +fec=K:M or +fec=adaptive), tcp or sctp: not '" + text + "'";
     return std::nullopt;
   }
   v.scheme = *scheme;

@@ -31,19 +31,20 @@ const ArqScenario* find_arq_scenario(int number);
 
 // What a run compares: an ARQ scheme (with or without FEC) or a baseline.
 struct ArqVariant {
-  enum class Kind { arq, tcp };
+  enum class Kind { arq, tcp, sctp };
   Kind kind = Kind::arq;
   arq::Scheme scheme = arq::Scheme::selective_repeat;
   std::optional<arq::FecConfig> fec;
   std::string fec_text;  // as given: "4:1", "adaptive"
 
-  std::string label() const;  // file names: sr, sr_fec4-1, sr_fecadaptive, tcp
+  std::string label() const;  // file names: sr, sr_fec4-1, sr_fecadaptive, tcp, sctp
   std::string name() const;   // tables: "selective-repeat + FEC 4:1"
 };
 
-// "sr", "gbn", "saw", "tcp", or "sr+fec=K:M" / "sr+fec=adaptive"; error says what is wrong.
+// "sr", "gbn", "saw", "tcp", "sctp", or "sr+fec=K:M" / "sr+fec=adaptive"; error says what is wrong.
 std::optional<ArqVariant> parse_arq_variant(const std::string& text, std::string& error);
-// The variants a scenario runs by default (TCP added by the real-time benchmark where it can).
+// The ARQ variants a scenario runs by default; the real-time benchmark adds
+// SCTP (scenarios 1-4) and TCP (where it can).
 std::vector<ArqVariant> default_arq_variants(const ArqScenario& scenario);
 
 }  // namespace volley::tools

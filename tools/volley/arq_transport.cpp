@@ -90,6 +90,7 @@ class SctpTransport final : public MessageTransport {
   void close(Done done) override { channel_.close(std::move(done)); }
   void on_peer_finished(Done done) override { channel_.on_peer_finished(std::move(done)); }
   void stop() override { channel_.stop(); }
+  void on_ready(Done ready) override { channel_.on_connected(std::move(ready)); }
   std::string error() const override { return channel_.error().empty() ? "send queue full" : channel_.error(); }
   std::string protocol() const override { return "udp"; }
   udp::endpoint local_endpoint() const override { return channel_.local_endpoint(); }

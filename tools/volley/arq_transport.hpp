@@ -28,6 +28,9 @@ class MessageTransport {
   // Runs `done` once the peer ended its stream.
   virtual void on_peer_finished(Done done) = 0;
   virtual void stop() = 0;
+  // Runs `ready` once the transport can carry messages (an SCTP association
+  // is set up first, as a TCP connection is before connect_transport returns).
+  virtual void on_ready(Done ready) { ready({}); }
   virtual std::string error() const = 0;
   virtual std::string protocol() const = 0;  // for the listening line: udp or tcp
   virtual boost::asio::ip::udp::endpoint local_endpoint() const = 0;

@@ -44,6 +44,9 @@ class SctpChannel {
   SctpChannel& operator=(const SctpChannel&) = delete;
 
   void start();
+  // Calls `ready` once the association is up (at once if it is), or with the
+  // reason it could not be set up.
+  void on_connected(Done ready);
   // Queues a message (kept until the association is up); false once the
   // association failed or the channel is closing (see error()).
   bool send(std::span<const std::byte> message);

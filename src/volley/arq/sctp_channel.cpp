@@ -41,7 +41,7 @@ struct SctpChannel::State {
   asio::steady_timer timer;
   std::optional<udp::endpoint> peer;
   MessageHandler on_message;
-  Done close_done, peer_done;
+  Done close_done, peer_done, connected;
   struct socket* listener = nullptr;
   struct socket* association = nullptr;  // the connected socket (client) or the accepted one
   bool up = false;
@@ -101,6 +101,7 @@ struct SctpChannel::State {
 
   void fail(const std::string& why) {
     if (error.empty()) error = why;
+    if (connected) std::exchange(connected, nullptr)(error);
     finish_close();
     if (peer_done) std::exchange(peer_done, nullptr)(error);
   }
@@ -117,6 +118,7 @@ struct SctpChannel::State {
       case SCTP_COMM_UP:
       case SCTP_RESTART:
         up = true;
+        if (connected) std::exchange(connected, nullptr)({});
         break;
       case SCTP_COMM_LOST:
         fail("the SCTP association was lost (the peer did not acknowledge within the retransmission limit)");
@@ -263,6 +265,11 @@ SctpChannel::~SctpChannel() {
 void SctpChannel::start() {
   state_->receive();
   state_->tick();
+}
+
+void SctpChannel::on_connected(Done ready) {
+  if (state_->up || !state_->error.empty()) return ready(state_->error);
+  state_->connected = std::move(ready);
 }
 
 bool SctpChannel::send(std::span<const std::byte> message) {
