@@ -130,12 +130,9 @@ void execute_arq(Run& run, const ArqOptions& o) {
       },
       c.fec);
 
-  // The receiver lingers after the end of stream so the sender's last acks get through.
+  // The receiver answers until the sender is done: an ack of the end of stream
+  // lost in a burst must be answered again, not taken for a dead peer.
   receiver->start();
-  receiver->on_peer_finished([&](const std::string&) {
-    auto linger = std::make_shared<asio::steady_timer>(recv_loop, 1s);
-    linger->async_wait([&, linger](const boost::system::error_code&) { receiver->stop(); });
-  });
   relay.start();
 
   const auto interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -170,8 +167,7 @@ void execute_arq(Run& run, const ArqOptions& o) {
   std::thread recv_thread([&] { recv_loop.run(); });
   send_loop.run();
   r.seconds = seconds_since(start);
-  // The sender is done; give the receiver its linger, then stop the rest.
-  for (int i = 0; i < 300 && !recv_loop.stopped(); ++i) std::this_thread::sleep_for(10ms);
+  // The sender is done (its end of stream acknowledged, or given up): stop the rest.
   asio::post(recv_loop, [&] { receiver->stop(); });
   recv_thread.join();
   asio::post(relay_loop, [&] { relay.stop(); });

@@ -76,7 +76,7 @@ struct FecConfig {
   bool adaptive = false;
   unsigned max_k = 16;
   unsigned max_m = 4;
-  double residual_target = 0.005;
+  double residual_target = 0.01;
   double initial_loss = 0.01;  // what adaptive assumes before the first report
   Nanos max_group_delay{std::chrono::milliseconds(100)};
 };
