@@ -1,5 +1,5 @@
 # Volley: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: all deps build demo test bench install install-wireshark-plugin package docs clean
+.PHONY: all deps build demo test bench fuzz install install-wireshark-plugin package docs clean
 
 BUILD_DIR ?= build
 PREFIX ?= /usr/local
@@ -44,6 +44,11 @@ docs:
 	@mkdir -p $(BUILD_DIR)/docs
 	@VOLLEY_DOCS_OUT=$(BUILD_DIR)/docs doxygen docs/Doxyfile
 	@echo "API reference: $(BUILD_DIR)/docs/html/index.html"
+
+# A fuzz campaign: every libFuzzer target for FUZZ_SECONDS (default 60) from its
+# corpus, a table of executions and findings (docs/RELIABILITY.md records one).
+fuzz: deps
+	@bash scripts/fuzz-campaign.sh $(or $(FUZZ_SECONDS),60)
 
 clean:
 	rm -rf build build-asan build-fuzz

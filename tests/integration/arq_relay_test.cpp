@@ -10,6 +10,7 @@
 #include <boost/asio/write.hpp>
 
 #include <volley/arq/packet.hpp>
+#include <volley/arq/sctp_channel.hpp>
 #include <volley/arq/udp_channel.hpp>
 
 #include "child_process.hpp"
@@ -148,6 +149,23 @@ TEST(ArqChannel, AStrayPacketCannotCaptureAListener) {
   EXPECT_EQ(delivered.front(), "message 0");
   EXPECT_EQ(delivered.back(), "message 49");
   EXPECT_EQ(listener.stats().foreign_datagrams, 3u);
+}
+
+// libusrsctp keeps one stack per process: a second channel is refused with a
+// clear error rather than sharing the stack behind the first one's back, and
+// once the first is gone a new one works.
+TEST(SctpChannel, OnePerProcessAndReusableAfterwards) {
+  namespace asio = boost::asio;
+  using asio::ip::udp;
+  asio::io_context loop;
+  const auto socket = [&] { return udp::socket(loop, udp::endpoint(asio::ip::make_address("127.0.0.1"), 0)); };
+  {
+    volley::arq::SctpChannel first(loop, socket(), std::nullopt, [](std::span<const std::byte>) {});
+    EXPECT_THROW(volley::arq::SctpChannel(loop, socket(), std::nullopt, [](std::span<const std::byte>) {}),
+                 std::logic_error);
+  }
+  volley::arq::SctpChannel again(loop, socket(), std::nullopt, [](std::span<const std::byte>) {});
+  EXPECT_TRUE(again.error().empty());
 }
 
 // arq-recv's TCP mode used to allocate whatever 32-bit length a peer sent.

@@ -109,7 +109,8 @@ TEST(Cli, NetemAndArqToolsDescribeTheirFlagsAndRefuseBadOnes) {
     EXPECT_NE(send.out.find(flag), std::string::npos) << flag;
   const Result bench = run({"volley", "arq-bench", "--help"});
   EXPECT_EQ(bench.code, 0);
-  EXPECT_NE(bench.out.find("--scenario"), std::string::npos);
+  for (const char* text : {"--scenario", "--variant", "sctp", "sr+fec=K:M", "sr+fec=adaptive", "--no-tcp", "--no-sctp"})
+    EXPECT_NE(bench.out.find(text), std::string::npos) << text;
 
   const Result bad_protocol = run({"volley", "arq-send", "--to", "127.0.0.1:9", "--protocol", "xyz", "--count", "1"});
   EXPECT_EQ(bad_protocol.code, 2);

@@ -88,4 +88,19 @@ grep -q "3 of 3 quotes answered" "$work/rpc.txt"
 grep -q "delivered 1000 of 1000 in order" "$work/arq.txt"
 if [[ -x ./netem_in_a_unit_test ]]; then ./netem_in_a_unit_test --gtest_brief=1; fi
 "$prefix/bin/volley" --help | head -n 1
+if [[ $mode == install ]]; then
+  # The installed benchmark tool needs nothing from the source tree: scenario 1
+  # of the ARQ benchmarks, selective repeat and SCTP (which runs the installed
+  # volley as processes), from a folder of its own.
+  (cd "$work" && "$prefix/bin/volley" arq-bench --scenario 1 --variant sr --variant sctp --no-tcp --out arq \
+     >arq.md 2>arq.log) || { cat "$work/arq.log"; exit 1; }
+  /usr/bin/python3 - "$work/arq/summary.json" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))
+assert [r["variant"] for r in runs] == ["sr", "sctp"], runs
+for r in runs:
+    assert r["error"] == "" and r["delay"]["count"] == 100, r
+print("installed arq-bench: scenario 1 delivered 100/100 over selective repeat and SCTP")
+PY
+fi
 echo "consumer built and ran against the $mode of Volley at $prefix"

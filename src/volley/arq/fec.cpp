@@ -167,8 +167,10 @@ void FecEncoder::start_group(Nanos now) {
   group_k_ = config_.k;
   if (config_.adaptive) {
     // As many as the sender sends within the delay bound: a bigger group would
-    // only be closed by the timer.
-    const double fit = gap_ns_ > 0 ? static_cast<double>(config_.max_group_delay.count()) / gap_ns_ : config_.max_k;
+    // only be closed by the timer. Rounded, not truncated: a sender pacing at
+    // 25 ms that measures 25.1 ms still fills groups of four in 100 ms.
+    const double fit =
+        gap_ns_ > 0 ? static_cast<double>(config_.max_group_delay.count()) / gap_ns_ + 0.5 : config_.max_k;
     group_k_ = std::clamp(static_cast<unsigned>(fit), 1u, config_.max_k);
   }
 }
