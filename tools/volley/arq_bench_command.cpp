@@ -303,6 +303,7 @@ int run_bench(const ArqOptions& o, BenchOptions b) {
     fmt::print(stderr, "volley arq-bench: no TCP baseline: {} (--no-tcp to silence)\n", why);
     b.tcp = false;
   }
+  if (b.tcp) NamespaceLink::remove_stale("vab");
   std::filesystem::create_directories(b.out);
   boost::json::array summary;
   print_arq_table_header();

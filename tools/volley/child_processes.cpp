@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -103,6 +104,22 @@ std::string NamespaceLink::unavailable_reason() {
   if (::stat("/dev/net/tun", &st) != 0) return "/dev/net/tun is missing: this kernel or container has no TUN support";
   if (std::system("ip -V >/dev/null 2>&1") != 0) return "the ip command (iproute2) is missing";
   return {};
+}
+
+void NamespaceLink::remove_stale(const std::string& prefix) {
+  FILE* list = ::popen("ip netns list 2>/dev/null", "r");
+  if (list == nullptr) return;
+  std::vector<std::string> stale;
+  char line[256];
+  while (std::fgets(line, sizeof line, list) != nullptr) {
+    const std::string name = std::string(line).substr(0, std::strcspn(line, " \n"));
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string digits = name.substr(prefix.size(), name.find('-') - prefix.size());
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (::kill(static_cast<pid_t>(std::stol(digits)), 0) != 0 && errno == ESRCH) stale.push_back(name);
+  }
+  ::pclose(list);
+  for (const auto& name : stale) ip("netns del " + name);  // its TUN device went with its relay process
 }
 
 NamespaceLink::NamespaceLink(const std::string& name, const std::string& netem, std::uint64_t seed,

@@ -48,6 +48,9 @@ class NamespaceLink {
   NamespaceLink& operator=(const NamespaceLink&) = delete;
 
   static std::string unavailable_reason();  // empty when the machine allows it
+  // Deletes namespaces named PREFIX<pid>-... whose process is gone (a run that
+  // was killed cannot clean up after itself).
+  static void remove_stale(const std::string& prefix);
   // The command line that runs argv inside namespace a or b.
   std::vector<std::string> in_a(std::vector<std::string> argv) const { return in(ns_a_, std::move(argv)); }
   std::vector<std::string> in_b(std::vector<std::string> argv) const { return in(ns_b_, std::move(argv)); }
