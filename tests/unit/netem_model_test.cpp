@@ -310,6 +310,36 @@ TEST(NetemSyntax, RejectsWhatTcWouldReject) {
   }
 }
 
+// Found by the netem syntax fuzzer: a jitter of 5.5e39 ms parsed (the time
+// conversion overflowed) and crashed the Pareto-normal delay sampler; a 1 bit/s
+// link with big cells overflowed the clock on its first packet. Times above an
+// hour, rates above a petabit and overheads outside +-64 KiB are refused, a
+// packet's transmission takes at most an hour, and the edges run.
+TEST(NetemSyntax, RefusesValuesThatWouldOverflowAndRunsTheLargestAccepted) {
+  for (const char* bad : {"delay 5ms 5555555555555555555555555555555555555510ms distribution paretonormal",
+                          "delay 3601s", "delay 1ms 3601s", "rate 1e30bit", "rate 1001tbit",
+                          "rate 1mbit 99999999", "rate 1mbit 0 70000", "rate 1mbit 0 64 -70000"}) {
+    std::string error;
+    EXPECT_FALSE(parse_impairment(bad, error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+  for (const char* edge : {"delay 3600s 3600s distribution paretonormal", "delay 3600s 3600s distribution pareto",
+                           "rate 1bit -65535 65535 65535 limit 5", "rate 1000tbit 65535",
+                           "rate 1 00265 1 026551"}) {
+    LinkModel link(parse(edge), 3);
+    Nanos now{0};
+    Departure d;
+    std::uint64_t out = 0;
+    for (int i = 0; i < 20; ++i) link.submit(now, std::vector<std::byte>(1500));
+    while (const auto next = link.next_departure()) {
+      now = std::max(now, *next);
+      while (link.take_due(now, d)) ++out;
+    }
+    EXPECT_EQ(out, link.counters().packets_out) << edge;
+    EXPECT_GT(out, 0u) << edge;
+  }
+}
+
 // What a capture marks must be exactly what the counters count: each submit
 // says why a packet went nowhere, and each departure says what was done to it.
 TEST(NetemModel, AdmissionsAndDepartureMarksAgreeWithTheCounters) {

@@ -45,6 +45,12 @@ bool parse_percent(std::string_view s, double& out) {
   return out >= 0 && out <= 1;
 }
 
+// Far above any link worth emulating, and far enough below the clock's range
+// that sums of times and queue positions never overflow.
+constexpr double kMaxTimeNs = 3600e9;     // one hour
+constexpr double kMaxRateBits = 1e15;     // one petabit per second
+constexpr std::int64_t kMaxOverhead = 65535;
+
 // "50ms", "100us", "1.5s", "20000usec"; a bare number is microseconds, as in tc.
 bool parse_time(std::string_view s, std::chrono::nanoseconds& out) {
   double v = 0;
@@ -57,6 +63,7 @@ bool parse_time(std::string_view s, std::chrono::nanoseconds& out) {
   else if (unit == "s" || unit == "sec" || unit == "secs") scale = 1e9;
   else if (unit == "ns" || unit == "nsec" || unit == "nsecs") scale = 1;
   else return false;
+  if (v * scale > kMaxTimeNs) return false;
   out = std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(v * scale)));
   return true;
 }
@@ -78,6 +85,7 @@ bool parse_rate(std::string_view s, std::uint64_t& bits_per_s) {
                                     {"gbps", 8e9},     {"kibps", 8192.0},  {"mibps", 8388608.0}};
   for (const auto& u : kUnits) {
     if (unit == u.name) {
+      if (v * u.bits > kMaxRateBits) return false;
       bits_per_s = static_cast<std::uint64_t>(std::llround(v * u.bits));
       return bits_per_s > 0;
     }
@@ -155,9 +163,10 @@ std::optional<Impairment> parse_impairment(std::string_view text, std::string& e
   while (!words.done()) {
     const std::string_view word = words.take();
     if (word == "delay" || word == "latency") {
-      if (words.done() || !parse_time(words.take(), imp.delay)) return fail("delay needs a time such as 50ms");
+      if (words.done() || !parse_time(words.take(), imp.delay))
+        return fail("delay needs a time such as 50ms, at most 1 hour");
       if (words.next_is_number()) {
-        if (!parse_time(words.take(), imp.jitter)) return fail("delay: bad jitter");
+        if (!parse_time(words.take(), imp.jitter)) return fail("delay: bad jitter (a time of at most 1 hour)");
         if (!optional_percent(imp.delay_correlation, "delay correlation")) return std::nullopt;
       }
     } else if (word == "distribution") {
@@ -207,10 +216,14 @@ std::optional<Impairment> parse_impairment(std::string_view text, std::string& e
         return fail("gap needs a packet count of at least 1");
     } else if (word == "rate") {
       if (words.done() || !parse_rate(words.take(), imp.rate_bits_per_s))
-        return fail("rate needs a rate such as 10mbit or 1mbps");
-      if (words.next_is_number() && !parse_int(words.take(), imp.packet_overhead)) return fail("rate: bad packet overhead");
-      if (words.next_is_number() && !parse_int(words.take(), imp.cell_size)) return fail("rate: bad cell size");
-      if (words.next_is_number() && !parse_int(words.take(), imp.cell_overhead)) return fail("rate: bad cell overhead");
+        return fail("rate needs a rate such as 10mbit or 1mbps, at most 1000tbit");
+      const auto bounded = [](std::int64_t v) { return v >= -kMaxOverhead && v <= kMaxOverhead; };
+      if (words.next_is_number() && (!parse_int(words.take(), imp.packet_overhead) || !bounded(imp.packet_overhead)))
+        return fail("rate: bad packet overhead (-65535 to 65535 bytes)");
+      if (words.next_is_number() && (!parse_int(words.take(), imp.cell_size) || !bounded(imp.cell_size)))
+        return fail("rate: bad cell size (at most 65535 bytes)");
+      if (words.next_is_number() && (!parse_int(words.take(), imp.cell_overhead) || !bounded(imp.cell_overhead)))
+        return fail("rate: bad cell overhead (-65535 to 65535 bytes)");
     } else if (word == "limit") {
       if (words.done() || !parse_int(words.take(), imp.limit) || imp.limit == 0)
         return fail("limit needs a packet count of at least 1");

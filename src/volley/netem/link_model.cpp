@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 
 namespace volley::netem {
 
@@ -129,7 +130,10 @@ Nanos LinkModel::transmission_time(std::size_t bytes) const noexcept {
     len = cells * (static_cast<std::int64_t>(imp_.cell_size) + imp_.cell_overhead);
   }
   len = std::max<std::int64_t>(len, 0);
-  return Nanos(static_cast<std::int64_t>(static_cast<double>(len) * 8e9 / static_cast<double>(imp_.rate_bits_per_s)));
+  // At most an hour a packet: a 1 bit/s link with 64 KiB cells would otherwise
+  // overflow the clock on its first packet.
+  const double ns = static_cast<double>(len) * 8e9 / static_cast<double>(imp_.rate_bits_per_s);
+  return Nanos(static_cast<std::int64_t>(std::min(ns, 3600e9)));
 }
 
 Admission LinkModel::submit(Nanos now, std::vector<std::byte> bytes, std::uint64_t tag) {
@@ -189,7 +193,11 @@ bool LinkModel::enqueue(Nanos now, std::vector<std::byte> bytes, std::uint64_t t
     Nanos departs = now + sample_delay();
     if (imp_.rate_bits_per_s) {
       // Serialised behind the packet before it (tc-netem's rate): the link is busy until then.
-      departs = std::max(departs, last_departure_) + transmission_time(d.bytes.size());
+      // Saturating: a queue of hour-long transmissions ends in the far future, not in the past.
+      constexpr Nanos kFarFuture{std::numeric_limits<std::int64_t>::max() / 2};
+      const Nanos busy = transmission_time(d.bytes.size());
+      departs = std::max(departs, last_departure_);
+      departs = departs > kFarFuture - busy ? kFarFuture : departs + busy;
     } else if (imp_.keep_order) {
       departs = std::max(departs, last_departure_);
     }
