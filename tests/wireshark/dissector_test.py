@@ -188,6 +188,27 @@ def test_arq():
     expect("arq corrupt packet with Decode As", forced.get(4, [""])[0], "bad")
 
 
+def test_arq_fec():
+    # docs/PROTOCOL.md's FEC examples: a repair for "hi" and "yo!", and a report.
+    cap = Capture()
+    cap.udp(bytes.fromhex("00 00 00 01 03 00 00 00 00 00 02 01 00 00 00 15 38 77 17 d8 00 00 00 00 00 00 00 01"
+                          "00 f3 00 00 00 7a 7a 00 00 00 00 f4 00 00 2d 4a 10 93 e8 9f 1f"))          # 1
+    cap.udp(bytes.fromhex("00 00 00 01 04 00 00 00 00 08 00 00 00 28 00 00 00 03 2f c5 e2 6a"),
+            to_server=False)                                                                    # 2
+    truncated = bytes.fromhex("00 00 00 01 03 00 00 00 00 00 02 01 00 00 00 15 38 77 17 d8 00 00 00 00")
+    cap.udp(truncated)                                                                          # 3
+    path = f"{WORK}/arq_fec.pcap"
+    cap.write(path)
+    rows = fields(path, ["volley_arq.type", "volley_arq.fec.group", "volley_arq.fec.k", "volley_arq.fec.m",
+                         "volley_arq.fec.index", "volley_arq.fec.symbol_length", "volley_arq.fec.protects",
+                         "volley_arq.crc32c.status"])
+    expect("arq FEC repair example (heuristic)", rows.get(1), ["3", "0", "2", "1", "0", "21", "0,1", "good"])
+    expect("arq heuristic leaves a truncated repair alone", 3 in rows, False)
+    reports = fields(path, ["volley_arq.fec.groups", "volley_arq.fec.expected", "volley_arq.fec.lost",
+                            "volley_arq.crc32c.status"])
+    expect("arq FEC report example", reports.get(2), ["8", "40", "3", "good"])
+
+
 def test_fuzzed():
     rng = random.Random(7)
     cap = Capture()
@@ -274,7 +295,7 @@ def test_netem_capture():
            total("received") + total("sent") - up["corrupted"])
 
 
-for test in (test_gnb, test_checked, test_rpc, test_arq, test_fuzzed, test_netem_capture):
+for test in (test_gnb, test_checked, test_rpc, test_arq, test_arq_fec, test_fuzzed, test_netem_capture):
     test()
 for f in failures:
     print("FAIL", f)

@@ -349,9 +349,12 @@ register_tcp(rpc, 32102)
 -- ARQ packet over UDP
 --   data: conversation u32 | type 1 | flags u8 | sequence u32 | length u16 | crc32c u32 | payload
 --   ack:  conversation u32 | type 2 | flags 0  | cumulative u32 | window u16 | sack 16 | crc32c u32
+--   FEC repair: conversation u32 | type 3 | flags 0 | group u32 | k u8 | m u8 | index u8 | 0 |
+--               symbol length u16 | crc32c u32 | k x sequence u32 | symbol
+--   FEC report: conversation u32 | type 4 | flags 0 | groups u32 | expected u32 | lost u32 | crc32c u32
 ---------------------------------------------------------------------------
 local arq = Proto("volley_arq", "Volley ARQ")
-local arq_types = { [1] = "data", [2] = "ack" }
+local arq_types = { [1] = "data", [2] = "ack", [3] = "FEC repair", [4] = "FEC report" }
 local af = {
   conversation = ProtoField.uint32("volley_arq.conversation", "Conversation", base.DEC),
   type = ProtoField.uint8("volley_arq.type", "Type", base.DEC, arq_types),
@@ -366,6 +369,16 @@ local af = {
   crc = ProtoField.uint32("volley_arq.crc32c", "CRC-32C", base.HEX),
   crc_status = ProtoField.string("volley_arq.crc32c.status", "CRC-32C status"),
   payload = ProtoField.bytes("volley_arq.payload", "Payload"),
+  group = ProtoField.uint32("volley_arq.fec.group", "FEC group", base.DEC),
+  k = ProtoField.uint8("volley_arq.fec.k", "Data packets in the group (k)", base.DEC),
+  m = ProtoField.uint8("volley_arq.fec.m", "Repair packets in the group (m)", base.DEC),
+  index = ProtoField.uint8("volley_arq.fec.index", "Repair index", base.DEC),
+  symbol_length = ProtoField.uint16("volley_arq.fec.symbol_length", "Symbol length", base.DEC),
+  protects = ProtoField.uint32("volley_arq.fec.protects", "Protects sequence", base.DEC),
+  symbol = ProtoField.bytes("volley_arq.fec.symbol", "Repair symbol"),
+  groups = ProtoField.uint32("volley_arq.fec.groups", "Groups accounted", base.DEC),
+  expected = ProtoField.uint32("volley_arq.fec.expected", "Packets expected", base.DEC),
+  lost = ProtoField.uint32("volley_arq.fec.lost", "Packets lost", base.DEC),
 }
 arq.fields = af
 local ae = {
@@ -383,7 +396,18 @@ local function arq_shape(tvb)
   local type = tvb(4, 1):uint()
   if type == 1 then return 12 end
   if type == 2 and n >= 32 then return 28 end
+  if type == 3 and n >= 20 then return 16 end
+  if type == 4 and n >= 22 then return 18 end
   return nil
+end
+
+-- Whether the datagram's size is what its own fields say.
+local function arq_length_ok(tvb)
+  local n, type = tvb:len(), tvb(4, 1):uint()
+  if type == 1 then return 16 + tvb(10, 2):uint() == n end
+  if type == 2 then return n == 32 end
+  if type == 3 then return n == 20 + 4 * tvb(10, 1):uint() + tvb(14, 2):uint() end
+  return n == 22
 end
 
 local function arq_dissect(tvb, pinfo, tree)
@@ -405,6 +429,31 @@ local function arq_dissect(tvb, pinfo, tree)
     if length > 0 and 16 + length <= n then item:add(af.payload, tvb(16, length)) end
     local eos = band(tvb(5, 1):uint(), 1) == 1
     info = string.format("data seq %d, %d bytes%s", tvb(6, 4):uint(), length, eos and ", end of stream" or "")
+  elseif type == 3 then
+    local k = tvb(10, 1):uint()
+    item:add(af.group, tvb(6, 4))
+    item:add(af.k, tvb(10, 1))
+    item:add(af.m, tvb(11, 1))
+    item:add(af.index, tvb(12, 1))
+    local symbol_length = item:add(af.symbol_length, tvb(14, 2))
+    if not arq_length_ok(tvb) then symbol_length:add_proto_expert_info(ae.bad_length) end
+    local protected = {}
+    for j = 0, k - 1 do
+      if 20 + 4 * j + 4 <= n then
+        item:add(af.protects, tvb(20 + 4 * j, 4))
+        table.insert(protected, tostring(tvb(20 + 4 * j, 4):uint()))
+      end
+    end
+    if 20 + 4 * k < n then item:add(af.symbol, tvb(20 + 4 * k)) end
+    info = string.format("FEC repair %d of %d, group %d, protects %s", tvb(12, 1):uint() + 1, tvb(11, 1):uint(),
+                         tvb(6, 4):uint(), table.concat(protected, " "))
+  elseif type == 4 then
+    item:add(af.groups, tvb(6, 4))
+    item:add(af.expected, tvb(10, 4))
+    item:add(af.lost, tvb(14, 4))
+    if n ~= 22 then item:add_proto_expert_info(ae.bad_length) end
+    info = string.format("FEC report: %d of %d lost over %d groups", tvb(14, 4):uint(), tvb(10, 4):uint(),
+                         tvb(6, 4):uint())
   else
     local cumulative = tvb(6, 4):uint()
     item:add(af.cumulative, tvb(6, 4))
@@ -444,9 +493,7 @@ DissectorTable.get("udp.port"):add_for_decode_as(arq)
 -- Safe to recognise: the right shape and a CRC-32C over the whole packet that matches.
 arq:register_heuristic("udp", function(tvb, pinfo, tree)
   local crc_at = arq_shape(tvb)
-  if crc_at == nil then return false end
-  if tvb(4, 1):uint() == 2 and tvb:len() ~= 32 then return false end
-  if tvb(4, 1):uint() == 1 and 16 + tvb(10, 2):uint() ~= tvb:len() then return false end
+  if crc_at == nil or not arq_length_ok(tvb) then return false end
   if crc32c(tvb():bytes(), crc_at) ~= tvb(crc_at, 4):uint() then return false end
   arq_dissect(tvb, pinfo, tree)
   return true
