@@ -8,6 +8,8 @@
 #include <volley/arq/receiver.hpp>
 #include <volley/arq/sender.hpp>
 #include <volley/netem/link_model.hpp>
+#include <volley/wire/byte_order.hpp>
+#include <volley/wire/crc32c.hpp>
 
 #include "bytes.hpp"
 
@@ -71,6 +73,31 @@ TEST(ArqPacket, EverySingleBitFlipIsDetected) {
     EXPECT_EQ(decode(std::span(*packet).first(packet->size() - 1)).error == PacketError::none, false);
   }
   EXPECT_EQ(decode(std::vector<std::byte>(5)).error, PacketError::too_short);
+}
+
+// Found by the ARQ packet fuzzer: a data packet with flag bits besides end of
+// stream (and a matching checksum) decoded, though the encoder can never write
+// it. Unknown flags are now a reason to discard, on acks too.
+TEST(ArqPacket, UndefinedFlagBitsAreRejected) {
+  std::vector<std::byte> packet;
+  const std::string hi = "hi";
+  for (const std::uint8_t flags : {0x02, 0x03, 0x80}) {
+    encode_data({7, 1, false, std::as_bytes(std::span(hi))}, packet);
+    packet[5] = std::byte{flags};
+    std::array<std::byte, 4> zero{};
+    std::vector<std::byte> for_crc = packet;
+    std::copy(zero.begin(), zero.end(), for_crc.begin() + 12);
+    volley::wire::store_u32_be(packet.data() + 12, volley::wire::crc32c(for_crc));
+    EXPECT_EQ(decode(packet).error, PacketError::bad_flags) << int(flags);
+  }
+  encode_ack({7, 5, 32, {}}, packet);
+  packet[5] = std::byte{0x01};
+  std::vector<std::byte> for_crc = packet;
+  std::fill(for_crc.begin() + 28, for_crc.end(), std::byte{0});
+  volley::wire::store_u32_be(packet.data() + 28, volley::wire::crc32c(for_crc));
+  EXPECT_EQ(decode(packet).error, PacketError::bad_flags);
+  encode_data({7, 1, true, {}}, packet);
+  EXPECT_EQ(decode(packet).error, PacketError::none);  // end of stream is defined
 }
 
 TEST(ArqPacket, SequenceComparisonWrapsAround) {

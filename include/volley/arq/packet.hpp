@@ -45,7 +45,10 @@ struct AckPacket {
   }
 };
 
-enum class PacketError { none, too_short, bad_checksum, bad_type, bad_length };
+// bad_flags: a flag bit this version does not define (data: only end of
+// stream; acks: none). Rejected rather than ignored, so every accepted packet
+// is one the encoder could have written.
+enum class PacketError { none, too_short, bad_checksum, bad_type, bad_length, bad_flags };
 
 void encode_data(const DataPacket& packet, std::vector<std::byte>& out);
 void encode_ack(const AckPacket& packet, std::vector<std::byte>& out);

@@ -75,6 +75,10 @@ Decoded decode(std::span<const std::byte> bytes) noexcept {
       d.error = PacketError::bad_checksum;
       return d;
     }
+    if ((std::to_integer<std::uint8_t>(bytes[5]) & ~kFlagFin) != 0) {
+      d.error = PacketError::bad_flags;
+      return d;
+    }
     d.data = {load_u32_be(bytes.data()), load_u32_be(bytes.data() + 6),
               (std::to_integer<std::uint8_t>(bytes[5]) & kFlagFin) != 0, bytes.subspan(kDataHeaderSize)};
     return d;
@@ -86,6 +90,10 @@ Decoded decode(std::span<const std::byte> bytes) noexcept {
     }
     if (load_u32_be(bytes.data() + kAckCrcAt) != packet_checksum(bytes, kAckCrcAt)) {
       d.error = PacketError::bad_checksum;
+      return d;
+    }
+    if (std::to_integer<std::uint8_t>(bytes[5]) != 0) {
+      d.error = PacketError::bad_flags;
       return d;
     }
     d.is_ack = true;
