@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: the microbenchmarks, the end-to-end gNB, netem, RPC, ping-pong and echo benchmarks.
-# (The ARQ delay benchmarks take 5 minutes of real time: `build/bin/volley arq-bench`.)
+# (The ARQ delay benchmarks take 7 minutes of real time: `build/bin/volley arq-bench --out DIR`, then
+# `bench/plot_arq.py DIR`; `build/bin/volley arq-sim` gives the same scenarios on a virtual clock at once.)
 set -euo pipefail
 bin=${1:-build/bin}
 cd "$(dirname "$0")/.."
