@@ -1,17 +1,13 @@
 // `volley arq-send` and `volley arq-recv`: one message every interval over an
-// ARQ channel (or over TCP, the reliable baseline), and per-message delay =
-// delivery time - input time at the receiver.
+// ARQ channel (or over SCTP or TCP, the reliable controls; arq_transport.hpp),
+// and per-message delay = delivery time - input time at the receiver, or the
+// round trip at the sender with --echo.
 #include <csignal>
 #include <fstream>
-#include <thread>
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
 #include <fmt/core.h>
-#include <spdlog/spdlog.h>
 
 #include <volley/arq/udp_channel.hpp>
 
@@ -25,7 +21,6 @@
 namespace volley::tools {
 
 namespace asio = boost::asio;
-using asio::ip::udp;
 
 std::optional<arq::Scheme> parse_scheme(const std::string& name) {
   if (name == "sr" || name == "selective-repeat") return arq::Scheme::selective_repeat;
