@@ -31,6 +31,19 @@ constexpr std::uint16_t kSctpPort = 5000;  // the association's port inside the 
 constexpr auto kTick = std::chrono::milliseconds(10);
 constexpr std::size_t kMaxQueued = 65536;  // messages held while the association comes up or the buffer is full
 
+// The last packet of SCTP's shutdown handshake can be lost, and whoever sends
+// it cannot know. So each end also stops waiting for the handshake on a
+// bound, once what it must know is known:
+// - the end that received SHUTDOWN has all its peer sent; it keeps answering
+//   (a lost SHUTDOWN-ACK brings the SHUTDOWN again after the peer's
+//   retransmission timeout, one second or more) until SHUTDOWN-COMPLETE, or
+//   until the peer was quiet this long;
+constexpr auto kResponderQuiet = std::chrono::seconds(3);
+// - the end that sent SHUTDOWN knows from the acknowledgements that all it
+//   sent arrived; it retransmits SHUTDOWN until SHUTDOWN-ACK, or this long,
+//   so that several copies (1, 2, 4, 8 s apart) reach a peer still waiting.
+constexpr auto kInitiatorWait = std::chrono::seconds(20);
+
 }  // namespace
 
 struct SctpChannel::State {
@@ -47,8 +60,10 @@ struct SctpChannel::State {
   bool up = false;
   bool closing = false;
   bool shut_down = false;  // our side sent SHUTDOWN
-  bool peer_finished = false;
+  bool peer_finished = false;  // the peer's SHUTDOWN arrived: everything it sent is here
+  bool association_done = false;  // SHUTDOWN-COMPLETE, or the bound above passed
   bool stopped = false;
+  std::chrono::steady_clock::time_point shutdown_sent_at, peer_heard_at;
   std::deque<std::vector<std::byte>> queued;
   std::vector<std::byte> buffer;          // datagrams in
   std::vector<std::byte> message_buffer;  // SCTP messages out of the stack
@@ -92,11 +107,23 @@ struct SctpChannel::State {
     usrsctp_set_non_blocking(s, 1);
     const int on = 1;
     usrsctp_setsockopt(s, IPPROTO_SCTP, SCTP_NODELAY, &on, sizeof on);  // a message goes out when sent
-    sctp_event event{};
-    event.se_assoc_id = SCTP_ALL_ASSOC;
-    event.se_type = SCTP_ASSOC_CHANGE;
-    event.se_on = 1;
-    usrsctp_setsockopt(s, IPPROTO_SCTP, SCTP_EVENT, &event, sizeof event);
+    for (const std::uint16_t type : {SCTP_ASSOC_CHANGE, SCTP_SHUTDOWN_EVENT}) {
+      sctp_event event{};
+      event.se_assoc_id = SCTP_ALL_ASSOC;
+      event.se_type = type;
+      event.se_on = 1;
+      usrsctp_setsockopt(s, IPPROTO_SCTP, SCTP_EVENT, &event, sizeof event);
+    }
+  }
+
+  // Nothing of ours waits to be sent or acknowledged.
+  bool all_acknowledged() {
+    if (!queued.empty()) return false;
+    if (association == nullptr) return true;
+    sctp_status status{};
+    socklen_t length = sizeof status;
+    if (usrsctp_getsockopt(association, IPPROTO_SCTP, SCTP_STATUS, &status, &length) != 0) return false;
+    return status.sstat_unackdata == 0 && status.sstat_penddata == 0;
   }
 
   void fail(const std::string& why) {
@@ -110,9 +137,32 @@ struct SctpChannel::State {
     if (close_done) std::exchange(close_done, nullptr)(error);
   }
 
+  // The shutdown handshake is over, as far as this end can tell.
+  void end_association() {
+    if (association_done) return;
+    association_done = true;
+    finish_close();
+    if (peer_finished && peer_done) std::exchange(peer_done, nullptr)({});
+  }
+
+  void on_peer_shutdown() {
+    if (peer_finished) return;
+    peer_finished = true;
+    peer_heard_at = std::chrono::steady_clock::now();
+  }
+
+  // Called each tick: the bounds on waiting for the handshake's last packet.
+  void check_shutdown_bounds() {
+    if (association_done || !error.empty()) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (peer_finished && now - peer_heard_at >= kResponderQuiet) return end_association();
+    if (shut_down && now - shutdown_sent_at >= kInitiatorWait && all_acknowledged()) end_association();
+  }
+
   void on_notification(const std::byte* data, std::size_t n) {
     sctp_notification note{};
     std::memcpy(&note, data, std::min(n, sizeof note));
+    if (note.sn_header.sn_type == SCTP_SHUTDOWN_EVENT) return on_peer_shutdown();
     if (note.sn_header.sn_type != SCTP_ASSOC_CHANGE) return;
     switch (note.sn_assoc_change.sac_state) {
       case SCTP_COMM_UP:
@@ -127,7 +177,7 @@ struct SctpChannel::State {
         fail("the SCTP association could not be set up");
         break;
       case SCTP_SHUTDOWN_COMP:
-        finish_close();
+        end_association();
         break;
       default:
         break;
@@ -146,8 +196,9 @@ struct SctpChannel::State {
       stats.messages_sent += 1;
       queued.pop_front();
     }
-    if (closing && !shut_down) {
+    if (closing && !shut_down && !peer_finished) {  // after the peer's SHUTDOWN, the stack answers it
       shut_down = true;
+      shutdown_sent_at = std::chrono::steady_clock::now();
       usrsctp_shutdown(association, SHUT_WR);  // SHUTDOWN once everything queued is acknowledged
     }
   }
@@ -171,11 +222,9 @@ struct SctpChannel::State {
       const ssize_t n = usrsctp_recvv(association, message_buffer.data(), message_buffer.size(), nullptr, nullptr,
                                       &info, &info_length, &info_type, &flags);
       if (n < 0) break;  // EWOULDBLOCK: nothing more now
-      if (n == 0) {      // the peer shut down: all it sent has arrived
-        if (!peer_finished) {
-          peer_finished = true;
-          if (peer_done) std::exchange(peer_done, nullptr)({});
-        }
+      if (n == 0) {  // the association is gone (after the handshake, or the peer's abort)
+        on_peer_shutdown();
+        end_association();
         break;
       }
       const auto* data = message_buffer.data();
@@ -202,6 +251,7 @@ struct SctpChannel::State {
           stats.foreign_datagrams += 1;
         } else {
           stats.datagrams_received += 1;
+          peer_heard_at = std::chrono::steady_clock::now();  // the responder's quiet bound restarts
           usrsctp_conninput(this, buffer.data(), n, 0);
           pump();
         }
@@ -219,6 +269,7 @@ struct SctpChannel::State {
       last_tick += elapsed;
       usrsctp_handle_timers(static_cast<std::uint32_t>(elapsed.count()));
       pump();
+      check_shutdown_bounds();
       tick();
     });
   }
@@ -286,13 +337,13 @@ void SctpChannel::close(Done done) {
   // An SCTP shutdown closes both directions: once the peer shut down, nothing more can be sent.
   if (s.peer_finished && !s.queued.empty() && s.error.empty())
     s.error = std::to_string(s.queued.size()) + " messages unsent: the peer shut the association down first";
-  if (!s.error.empty() || s.peer_finished) return s.finish_close();
+  if (!s.error.empty() || s.association_done) return s.finish_close();
   s.flush();
 }
 
 void SctpChannel::on_peer_finished(Done done) {
   state_->peer_done = std::move(done);
-  if (state_->peer_finished) std::exchange(state_->peer_done, nullptr)({});
+  if (state_->peer_finished && state_->association_done) std::exchange(state_->peer_done, nullptr)({});
 }
 
 void SctpChannel::stop() {
