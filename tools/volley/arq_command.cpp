@@ -99,16 +99,38 @@ int run_recv(const ArqOptions& o) {
     fmt::print(stderr, "volley arq-recv: cannot listen on {}: {}\n", o.address, e.what());
     return 1;
   }
+  // After the peer's end: linger until it was quiet for kQuiet, at most kLingerMax.
+  constexpr auto kLingerStep = std::chrono::milliseconds(100);
+  constexpr auto kQuiet = std::chrono::milliseconds(500);
+  constexpr auto kLingerMax = std::chrono::seconds(10);
+  asio::steady_timer linger(loop);
+  std::uint64_t heard = 0;
+  std::chrono::steady_clock::time_point quiet_since, linger_from;
+  std::function<void(const boost::system::error_code&)> linger_step = [&](const boost::system::error_code& ec) {
+    if (ec) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (const auto h = transport->datagrams_heard(); h != heard) {
+      heard = h;
+      quiet_since = now;
+    }
+    if (now - quiet_since >= kQuiet || now - linger_from >= kLingerMax) {
+      transport->stop();
+      signals.cancel();
+      return;
+    }
+    linger.expires_after(kLingerStep);
+    linger.async_wait(linger_step);
+  };
   transport->on_peer_finished([&](const std::string& e) {
     if (!e.empty() && error.empty()) error = e;
     // The sender ends its stream only after every echo came back, so nothing
-    // of ours is in flight. Keep answering a little longer: the peer's last
-    // acknowledgements may be lost.
-    auto linger = std::make_shared<asio::steady_timer>(loop, std::chrono::milliseconds(500));
-    linger->async_wait([&, linger](const boost::system::error_code&) {
-      transport->stop();
-      signals.cancel();
-    });
+    // of ours is in flight. Keep answering while the peer still sends: our
+    // acknowledgement of its end may be lost, and it repeats its end at its
+    // retransmission timeout (which doubles) until one arrives.
+    heard = transport->datagrams_heard();
+    quiet_since = linger_from = std::chrono::steady_clock::now();
+    linger.expires_after(kLingerStep);
+    linger.async_wait(linger_step);
   });
   signals.async_wait([&](const boost::system::error_code& ec, int) {
     if (ec) return;

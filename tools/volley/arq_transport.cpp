@@ -37,6 +37,11 @@ class ArqTransport final : public MessageTransport {
   }
   std::string protocol() const override { return "udp"; }
   udp::endpoint local_endpoint() const override { return channel_->local_endpoint(); }
+  std::uint64_t datagrams_heard() const override {
+    const auto& e = channel_->endpoint();
+    return e.receiver().stats().packets_received + e.receiver().stats().bad_packets + e.sender().stats().acks_received +
+           e.fec_decoder().stats().repairs_received;
+  }
   boost::json::object report() const override {
     const auto& e = channel_->endpoint();
     const auto& s = e.sender().stats();
@@ -94,6 +99,7 @@ class SctpTransport final : public MessageTransport {
   std::string error() const override { return channel_.error().empty() ? "send queue full" : channel_.error(); }
   std::string protocol() const override { return "udp"; }
   udp::endpoint local_endpoint() const override { return channel_.local_endpoint(); }
+  std::uint64_t datagrams_heard() const override { return channel_.stats().datagrams_received; }
   boost::json::object report() const override {
     const auto& s = channel_.stats();
     return {{"sctp", boost::json::object{{"messages_sent", s.messages_sent},
@@ -154,6 +160,7 @@ class TcpTransport final : public MessageTransport {
     socket_.close(ignored);
   }
   std::string error() const override { return error_.empty() ? "closed" : error_; }
+  std::uint64_t datagrams_heard() const override { return 0; }
   std::string protocol() const override { return "tcp"; }
   udp::endpoint local_endpoint() const override {
     const auto e = acceptor_ ? acceptor_->local_endpoint() : socket_.local_endpoint();

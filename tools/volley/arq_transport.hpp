@@ -34,6 +34,9 @@ class MessageTransport {
   virtual std::string error() const = 0;
   virtual std::string protocol() const = 0;  // for the listening line: udp or tcp
   virtual boost::asio::ip::udp::endpoint local_endpoint() const = 0;
+  // Datagrams heard from the peer so far, any kind (0 for TCP, whose close is
+  // confirmed by the kernel): the receiver lingers until this stops moving.
+  virtual std::uint64_t datagrams_heard() const = 0;
   // The transport's own counters for the report.
   virtual boost::json::object report() const = 0;
 };
