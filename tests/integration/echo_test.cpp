@@ -5,6 +5,8 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
@@ -113,6 +115,25 @@ TEST(Echo, UdpCountsLossInsteadOfWaitingForever) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_GT(json_u64(r.report, "errors"), 0u);
   EXPECT_EQ(json_u64(r.report, "total_messages"), 0u);
+}
+
+// A server that cannot keep up loses datagrams in the kernel, where no counter
+// of its own sees them; its report reads the socket's drop count.
+TEST(Echo, UdpDatagramsTheKernelDroppedAreCounted) {
+  TempDir dir;
+  EchoServer server(dir, {"--proto", "udp", "-t", "1"});
+  ASSERT_EQ(::kill(server.process().pid(), SIGSTOP), 0);  // reads nothing while stopped
+  boost::asio::io_context loop;
+  boost::asio::ip::udp::socket flood(loop, boost::asio::ip::udp::endpoint(boost::asio::ip::udp::v4(), 0));
+  const boost::asio::ip::udp::endpoint to(boost::asio::ip::make_address("127.0.0.1"), static_cast<std::uint16_t>(server.port()));
+  const std::vector<std::byte> datagram(1400, std::byte{7});
+  constexpr std::uint64_t kSent = 20000;  // 28 MB: far more than a socket's receive buffer
+  for (std::uint64_t i = 0; i < kSent; ++i) flood.send_to(boost::asio::buffer(datagram), to);
+  ASSERT_EQ(::kill(server.process().pid(), SIGCONT), 0);
+  const auto totals = server.stop();
+  const std::uint64_t drops = json_u64(totals, "kernel_drops");
+  EXPECT_GT(drops, 0u);
+  EXPECT_LE(drops + json_u64(totals, "datagrams"), kSent);
 }
 
 TEST(Echo, TlsEchoesWithAVerifiedServer) {

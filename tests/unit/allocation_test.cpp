@@ -73,8 +73,11 @@ std::size_t allocations_while_decoding(gnb::FrameDecoder& decoder, const std::ve
 
 TEST(Allocations, DecodingAndVariantDispatchAllocateNothingPerMessage) {
   const auto stream = stream_of(6000);
-  gnb::FrameDecoder decoder;  // its buffer is allocated here, once
+  gnb::FrameDecoder decoder;
   Sum sum;
+  // The first pass sizes the decoder's buffer to the traffic (a few
+  // allocations as the read size doubles); after that, nothing.
+  EXPECT_LE(allocations_while_decoding(decoder, stream, [&](const gnb::Frame& f) { dispatch::dispatch(f, sum); }), 8u);
   EXPECT_EQ(allocations_while_decoding(decoder, stream, [&](const gnb::Frame& f) { dispatch::dispatch(f, sum); }), 0u);
   EXPECT_GT(sum.total, 0u);
 }

@@ -48,6 +48,7 @@ class ArqTransport final : public MessageTransport {
     const auto& r = e.receiver().stats();
     boost::json::object o{
         {"foreign_datagrams", channel_->stats().foreign_datagrams},
+        {"kernel_drops", channel_->kernel_drops()},
         {"bytes_sent", e.bytes_sent()},
         {"sender", boost::json::object{{"packets_sent", s.packets_sent},
                                        {"retransmissions", s.retransmissions},
@@ -108,7 +109,8 @@ class SctpTransport final : public MessageTransport {
                                          {"datagrams_received", s.datagrams_received},
                                          {"bytes_sent", s.bytes_sent},
                                          {"retransmitted_chunks", s.retransmissions},
-                                         {"foreign_datagrams", s.foreign_datagrams}}}};
+                                         {"foreign_datagrams", s.foreign_datagrams}}},
+            {"kernel_drops", channel_.kernel_drops()}};
   }
 
  private:

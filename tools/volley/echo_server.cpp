@@ -21,6 +21,7 @@
 #include <volley/net/server.hpp>
 #include <volley/net/tls.hpp>
 #include <volley/net/udp_batch.hpp>
+#include <volley/net/udp_drops.hpp>
 
 #include "commands.hpp"
 #include "echo_common.hpp"
@@ -230,9 +231,12 @@ class UdpEchoWorker {
   asio::ip::udp::endpoint local_endpoint() const { return socket_.local_endpoint(); }
   void start() { wait(); }
   void stop() {
+    if (socket_.is_open()) kernel_drops_ = net::udp_receive_drops(socket_.native_handle()).value_or(0);
     boost::system::error_code ignored;
     socket_.close(ignored);
   }
+  // Datagrams the kernel dropped on this socket (receive buffer full), as of stop().
+  std::uint64_t kernel_drops() const { return kernel_drops_; }
 
  private:
   void wait() {
@@ -257,6 +261,7 @@ class UdpEchoWorker {
   asio::ip::udp::socket socket_;
   net::UdpBatch batch_;
   WorkerCounters& counters_;
+  std::uint64_t kernel_drops_ = 0;
 };
 
 int run_echo_server(const EchoServerOptions& o) {
@@ -340,6 +345,12 @@ int run_echo_server(const EchoServerOptions& o) {
                              {"handshake_failures", t.handshake_failures}, {"uptime_s", seconds_since(start)},
                              {"refused_connections", server.refused_connections()},
                              {"aborted_at_shutdown", server.aborted_at_shutdown()}};
+  if (!udp.empty()) {
+    std::uint64_t drops = 0;
+    for (const auto& u : udp) drops += u->kernel_drops();
+    report["kernel_drops"] = drops;
+    if (!o.json) fmt::print("datagrams the kernel dropped (receive buffers full): {}\n", drops);
+  }
   if (o.json) {
     fmt::print("{}\n", to_json_text(report));
   } else {

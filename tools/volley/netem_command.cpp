@@ -142,6 +142,7 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
     extra["receive_errors"] = relay.errors().receive_errors;
     if (capture)
       extra["pcap"] = {{"file", o.pcap}, {"packets", capture->packets()}, {"write_errors", capture->errors()}};
+    if constexpr (requires { relay.kernel_drops(); }) extra["kernel_drops"] = relay.kernel_drops();
     if constexpr (requires { relay.client_counts(); }) {
       const auto& c = relay.client_counts();
       extra["clients"] = {{"opened", c.opened},   {"expired", c.expired}, {"refused", c.refused},
@@ -160,6 +161,7 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
       const auto& c = relay.client_counts();
       fmt::print("  clients: {} opened, {} expired when idle, {} refused, {} live; {} packets for forgotten clients dropped\n",
                  c.opened, c.expired, c.refused, relay.clients(), c.orphaned);
+      fmt::print("  datagrams the kernel dropped (a receive buffer full): {}\n", relay.kernel_drops());
     }
   }
   return 0;

@@ -217,7 +217,8 @@ Runner add_rpc_commands(CLI::App& app) {
   bench->add_option("-p,--port", o->port, "Server port")->capture_default_str();
   bench->add_option("--mode", o->mode, "ping, request or both")->capture_default_str();
   bench->add_option("--string-length", o->string_length, "Characters of the Request's string (22 and 23 straddle the small-string optimisation; try 100000 too)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{0}, rpc::kDefaultMaxBody - 64));  // the request fits the server's default maximum body
   bench->add_option("--in-flight", o->in_flight, "Calls in flight at once on the connection")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));

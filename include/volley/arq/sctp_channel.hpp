@@ -58,6 +58,9 @@ class SctpChannel {
   void stop();
 
   const SctpStats& stats() const noexcept;
+  // Datagrams the kernel dropped on the socket, its receive buffer full (read
+  // from /proc while open, kept from stop(): for reports, not per packet).
+  std::uint64_t kernel_drops() const;
   const std::string& error() const noexcept;
   boost::asio::ip::udp::endpoint local_endpoint() const;
 

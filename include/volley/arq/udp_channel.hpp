@@ -54,6 +54,9 @@ class ArqChannel {
   const ArqReceiver& receiver() const noexcept { return endpoint_.receiver(); }
   const ArqEndpoint& endpoint() const noexcept { return endpoint_; }
   const ChannelStats& stats() const noexcept { return stats_; }
+  // Datagrams the kernel dropped on the socket, its receive buffer full (read
+  // from /proc while open, kept from stop(): for reports, not per packet).
+  std::uint64_t kernel_drops();
   boost::asio::ip::udp::endpoint local_endpoint() const { return socket_.local_endpoint(); }
 
  private:
@@ -71,6 +74,7 @@ class ArqChannel {
   std::vector<std::byte> buffer_;
   boost::asio::ip::udp::endpoint from_;
   ChannelStats stats_;
+  std::uint64_t kernel_drops_ = 0;
   bool stopped_ = false;
 };
 

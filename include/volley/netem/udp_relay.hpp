@@ -55,6 +55,9 @@ class UdpRelay {
   const RelayErrors& errors() const noexcept { return errors_; }
   const RelayClientCounts& client_counts() const noexcept { return counts_; }
   std::size_t clients() const noexcept { return by_client_.size(); }
+  // Datagrams the kernel dropped on the relay's sockets, their receive buffers
+  // full (sockets closed since included): losses the link model did not make.
+  std::uint64_t kernel_drops();
 
  private:
   // One client's upstream socket. A packet's tag names its slot and the slot's
@@ -71,6 +74,7 @@ class UdpRelay {
   Session* session_of(std::uint64_t tag);
   std::optional<std::uint64_t> session_for(const boost::asio::ip::udp::endpoint& client);
   void forget(std::size_t slot);
+  void close_counting_drops(boost::asio::ip::udp::socket& socket);
   void expire_idle();
   void arm_sweep();
   void record_departure(bool up, const Departure& d);
@@ -92,6 +96,7 @@ class UdpRelay {
   RelayErrors errors_;
   RelayClientCounts counts_;
   PcapWriter* capture_ = nullptr;
+  std::uint64_t closed_socket_drops_ = 0;
   bool stopped_ = false;
 };
 

@@ -14,7 +14,9 @@ namespace volley::rpc {
 
 inline constexpr std::size_t kHeaderSize = 12;
 inline constexpr std::uint32_t kErrorMessageId = 0xFFFFFFFFu;
-inline constexpr std::size_t kDefaultMaxBody = 16 * 1024 * 1024;
+// 1 MiB by default, as the checked frame: a larger body is an argument away, and
+// a peer cannot make every connection hold more than this for one frame.
+inline constexpr std::size_t kDefaultMaxBody = 1024 * 1024;
 
 struct RpcError {
   std::uint32_t code;  // ErrorCode below
@@ -40,18 +42,23 @@ void write_header(std::byte* out, std::uint32_t sequence, std::uint32_t body_siz
 // maximum cannot be trusted and fails the stream for good.
 class FrameDecoder {
  public:
-  explicit FrameDecoder(std::size_t max_body = kDefaultMaxBody)
-      : max_body_(max_body), buffer_(2 * (kHeaderSize + max_body < 256 * 1024 ? 256 * 1024 : kHeaderSize + max_body),
-                                     kHeaderSize + max_body) {}
+  // The buffer follows the traffic (wire/detail/stream_buffer.hpp): it holds
+  // a body of up to `max_body` whole only while one is in flight.
+  explicit FrameDecoder(std::size_t max_body = kDefaultMaxBody,
+                        std::size_t read_limit = wire::detail::StreamBuffer::kDefaultReadLimit)
+      : max_body_(max_body), buffer_(wire::detail::StreamBuffer::kDefaultBase, read_limit) {}
 
-  std::span<std::byte> prepare() noexcept { return buffer_.prepare(); }
+  std::span<std::byte> prepare() { return buffer_.prepare(head_frame_size()); }
   void commit(std::size_t n) noexcept { buffer_.commit(n); }
 
   enum class Status { need_more, frame, failed };
   Status next(Frame& out) noexcept;
   std::size_t buffered() const noexcept { return buffer_.size(); }
+  std::size_t capacity() const noexcept { return buffer_.capacity(); }
 
  private:
+  std::size_t head_frame_size() const noexcept;
+
   std::size_t max_body_;
   wire::detail::StreamBuffer buffer_;
   bool failed_ = false;

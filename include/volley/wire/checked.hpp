@@ -50,18 +50,24 @@ struct DecodeResult {
 
 class FrameDecoder {
  public:
-  explicit FrameDecoder(std::size_t max_frame = kDefaultMaxFrame)
-      : max_frame_(max_frame), buffer_(2 * max_frame < 256 * 1024 ? 256 * 1024 : 2 * max_frame, max_frame) {}
+  // The buffer follows the traffic (detail/stream_buffer.hpp): it holds a
+  // frame of up to `max_frame` whole only while one is in flight.
+  explicit FrameDecoder(std::size_t max_frame = kDefaultMaxFrame,
+                        std::size_t read_limit = detail::StreamBuffer::kDefaultReadLimit)
+      : max_frame_(max_frame), buffer_(detail::StreamBuffer::kDefaultBase, read_limit) {}
 
-  std::span<std::byte> prepare() noexcept { return buffer_.prepare(); }
+  std::span<std::byte> prepare() { return buffer_.prepare(head_frame_size()); }
   void commit(std::size_t n) noexcept { buffer_.commit(n); }
-  // Copies as much of `chunk` as fits; drain with next() before feeding more.
-  std::size_t feed(std::span<const std::byte> chunk) noexcept;
+  // Copies as much of `chunk` as fits (at least one byte); drain with next() before feeding more.
+  std::size_t feed(std::span<const std::byte> chunk);
 
   DecodeResult next() noexcept;
   std::size_t buffered() const noexcept { return buffer_.size() + skipping_; }
+  std::size_t capacity() const noexcept { return buffer_.capacity(); }
 
  private:
+  std::size_t head_frame_size() const noexcept;
+
   std::size_t max_frame_;
   detail::StreamBuffer buffer_;
   std::size_t skipping_ = 0;  // bytes of an oversize frame still to discard

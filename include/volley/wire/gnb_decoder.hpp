@@ -2,7 +2,9 @@
 // Incremental decoder of the gNB message protocol. Bytes arrive in chunks of any
 // size (prepare/commit for zero-copy socket reads, or feed() to copy a chunk in);
 // next() hands out complete frames as views into the decoder's buffer, valid until
-// the next prepare() or feed().
+// the next prepare() or feed(). The buffer follows the traffic (see
+// detail/stream_buffer.hpp): nothing before the first read, 16 KiB for small
+// messages, up to `read_limit` for a stream, a whole frame when one needs it.
 //
 // Error policy (docs/PROTOCOL.md):
 //  - body outside its type's limits, length within 64 KiB: the frame is consumed
@@ -31,16 +33,16 @@ struct DecodeResult {
 
 class FrameDecoder {
  public:
-  static constexpr std::size_t kDefaultCapacity = 256 * 1024;
+  explicit FrameDecoder(std::size_t read_limit = detail::StreamBuffer::kDefaultReadLimit)
+      : buffer_(detail::StreamBuffer::kDefaultBase, read_limit) {}
 
-  explicit FrameDecoder(std::size_t capacity = kDefaultCapacity) : buffer_(capacity, kMaxFrameSize) {}
-
-  std::span<std::byte> prepare() noexcept { return buffer_.prepare(); }
+  // Room for the next read (never empty; allocates only when the buffer grows).
+  std::span<std::byte> prepare() { return buffer_.prepare(head_frame_size()); }
   void commit(std::size_t n) noexcept { buffer_.commit(n); }
 
-  // Copies as much of `chunk` as fits and returns how much that was; drain with
-  // next() before feeding more. A chunk of up to kMaxFrameSize always fits then.
-  std::size_t feed(std::span<const std::byte> chunk) noexcept;
+  // Copies as much of `chunk` as fits and returns how much that was (at least
+  // one byte); drain with next() before feeding more.
+  std::size_t feed(std::span<const std::byte> chunk);
 
   DecodeResult next() noexcept;
   // If the next frame is a complete keepalive (kKeepaliveSize zero bytes),
@@ -52,8 +54,13 @@ class FrameDecoder {
   bool failed() const noexcept { return static_cast<bool>(failure_.error); }
   // Bytes of an incomplete frame: non-zero when a peer closes mid-frame.
   std::size_t buffered() const noexcept { return buffer_.size(); }
+  // The memory the buffer holds now.
+  std::size_t capacity() const noexcept { return buffer_.capacity(); }
 
  private:
+  // The whole size of the frame at the head once its header is in and valid, else 0.
+  std::size_t head_frame_size() const noexcept;
+
   detail::StreamBuffer buffer_;
   DecodeResult failure_{};
 };

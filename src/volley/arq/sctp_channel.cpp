@@ -13,6 +13,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <usrsctp.h>
 
+#include <volley/net/udp_drops.hpp>
+
 namespace volley::arq {
 
 namespace asio = boost::asio;
@@ -71,6 +73,7 @@ struct SctpChannel::State {
   udp::endpoint from;
   std::chrono::steady_clock::time_point last_tick = std::chrono::steady_clock::now();
   SctpStats stats;
+  std::uint64_t kernel_drops = 0;
   std::string error;
 
   static int output(void* address, void* packet, std::size_t length, std::uint8_t, std::uint8_t) {
@@ -346,9 +349,16 @@ void SctpChannel::on_peer_finished(Done done) {
   if (state_->peer_finished && state_->association_done) std::exchange(state_->peer_done, nullptr)({});
 }
 
+std::uint64_t SctpChannel::kernel_drops() const {
+  State& s = *state_;
+  if (s.socket.is_open()) s.kernel_drops = net::udp_receive_drops(s.socket.native_handle()).value_or(s.kernel_drops);
+  return s.kernel_drops;
+}
+
 void SctpChannel::stop() {
   State& s = *state_;
   if (s.stopped) return;
+  kernel_drops();  // the last count, before the socket goes
   s.stopped = true;
   boost::system::error_code ignored;
   s.timer.cancel();

@@ -1,5 +1,7 @@
 #include <volley/arq/udp_channel.hpp>
 
+#include <volley/net/udp_drops.hpp>
+
 namespace volley::arq {
 
 namespace asio = boost::asio;
@@ -41,7 +43,13 @@ void ArqChannel::close(Done done) {
   service();
 }
 
+std::uint64_t ArqChannel::kernel_drops() {
+  if (socket_.is_open()) kernel_drops_ = net::udp_receive_drops(socket_.native_handle()).value_or(kernel_drops_);
+  return kernel_drops_;
+}
+
 void ArqChannel::stop() {
+  kernel_drops();  // the last count, before the socket goes
   stopped_ = true;
   boost::system::error_code ignored;
   timer_.cancel();

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <volley/net/udp_drops.hpp>
+
 namespace volley::netem {
 
 namespace asio = boost::asio;
@@ -98,9 +100,23 @@ void UdpRelay::stop() {
   stopped_ = true;
   core_.stop();
   sweep_.cancel();
+  close_counting_drops(listen_);
+  for (auto& s : slots_) close_counting_drops(s->upstream);
+}
+
+void UdpRelay::close_counting_drops(boost::asio::ip::udp::socket& socket) {
+  if (!socket.is_open()) return;
+  closed_socket_drops_ += net::udp_receive_drops(socket.native_handle()).value_or(0);
   boost::system::error_code ignored;
-  listen_.close(ignored);
-  for (auto& s : slots_) s->upstream.close(ignored);
+  socket.close(ignored);
+}
+
+std::uint64_t UdpRelay::kernel_drops() {
+  std::uint64_t n = closed_socket_drops_;
+  if (listen_.is_open()) n += net::udp_receive_drops(listen_.native_handle()).value_or(0);
+  for (auto& s : slots_)
+    if (s->upstream.is_open()) n += net::udp_receive_drops(s->upstream.native_handle()).value_or(0);
+  return n;
 }
 
 UdpRelay::Session* UdpRelay::session_of(std::uint64_t tag) {
@@ -161,8 +177,7 @@ std::optional<std::uint64_t> UdpRelay::session_for(const udp::endpoint& client) 
 
 void UdpRelay::forget(std::size_t slot) {
   Session& s = *slots_[slot];
-  boost::system::error_code ignored;
-  s.upstream.close(ignored);  // its pending wait completes with operation_aborted and stops there
+  close_counting_drops(s.upstream);  // its pending wait completes with operation_aborted and stops there
   s.live = false;
   s.generation += 1;
   by_client_.erase(s.client);

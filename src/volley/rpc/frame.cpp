@@ -10,6 +10,13 @@ void write_header(std::byte* out, std::uint32_t sequence, std::uint32_t body_siz
   wire::store_u32_be(out + 8, message_id);
 }
 
+std::size_t FrameDecoder::head_frame_size() const noexcept {
+  const auto in = buffer_.readable();
+  if (failed_ || in.size() < kHeaderSize) return 0;
+  const std::uint32_t size = wire::load_u32_be(in.data() + 4);
+  return size <= max_body_ ? kHeaderSize + size : 0;
+}
+
 FrameDecoder::Status FrameDecoder::next(Frame& out) noexcept {
   if (failed_) return Status::failed;
   const auto in = buffer_.readable();

@@ -49,8 +49,15 @@ std::array<std::byte, kHeaderSize> heartbeat_frame() noexcept {
   return f;
 }
 
-std::size_t FrameDecoder::feed(std::span<const std::byte> chunk) noexcept {
-  const std::span<std::byte> room = buffer_.prepare();
+std::size_t FrameDecoder::head_frame_size() const noexcept {
+  const std::span<const std::byte> in = buffer_.readable();
+  if (skipping_ > 0 || in.size() < kHeaderSize) return 0;
+  const std::uint32_t total = load_u24_be(in.data());
+  return total >= kHeaderSize && total <= max_frame_ ? total : 0;  // others are never held
+}
+
+std::size_t FrameDecoder::feed(std::span<const std::byte> chunk) {
+  const std::span<std::byte> room = prepare();
   const std::size_t n = std::min(room.size(), chunk.size());
   if (n > 0) std::memcpy(room.data(), chunk.data(), n);
   buffer_.commit(n);

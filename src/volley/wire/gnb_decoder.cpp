@@ -8,8 +8,15 @@
 
 namespace volley::wire::gnb {
 
-std::size_t FrameDecoder::feed(std::span<const std::byte> chunk) noexcept {
-  std::span<std::byte> room = buffer_.prepare();
+std::size_t FrameDecoder::head_frame_size() const noexcept {
+  const std::span<const std::byte> in = buffer_.readable();
+  if (failed() || in.size() < kHeaderSize) return 0;
+  const std::uint32_t length = load_u32_be(in.data() + 2);
+  return type_index(load_u16_be(in.data())) && length <= kMaxBodyLength ? kHeaderSize + length : 0;
+}
+
+std::size_t FrameDecoder::feed(std::span<const std::byte> chunk) {
+  std::span<std::byte> room = prepare();
   const std::size_t n = std::min(room.size(), chunk.size());
   if (n > 0) std::memcpy(room.data(), chunk.data(), n);
   buffer_.commit(n);
