@@ -1,6 +1,12 @@
 // End-to-end: the real `volley target` and generator processes over loopback.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -187,6 +193,73 @@ TEST(MisbehavingClients, AreReportedAndDroppedWhileOthersGoOn) {
   EXPECT_EQ(u64(conns.at("closed_protocol_error")), 2u);
   EXPECT_EQ(u64(conns.at("closed_mid_frame")), 1u);
   EXPECT_NE(target.process().stderr_text().find("unknown message type"), std::string::npos);
+}
+
+// The resident memory of a process, from /proc (kB).
+static std::uint64_t resident_kib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
+  return 0;
+}
+
+// A client that sends requests and never reads the replies used to make the
+// target queue every reply (1.4 GB sent: 195 MiB resident). Now the target
+// stops reading from it at --max-queued, so the client's own sends back up,
+// and disconnects it after --max-queued-timeout; a well-behaved client at the
+// same time gets exact counts.
+TEST(MisbehavingClients, AClientThatNeverReadsItsRepliesIsBoundedAndDisconnected) {
+  TempDir dir;
+  RunningTarget target(dir, {"--reply", "ack", "--max-queued", "65536", "--max-queued-timeout", "1"});
+  ASSERT_NE(target.port(), 0);
+  ChildProcess good({bin("traffic_generator"), "--port", std::to_string(target.port()), "--json", "--no-progress",
+                     "-m", "1001:64:25", "-m", "8001:1200:75", "-t", "2", "-c", "1"},
+                    dir.file("good"));
+
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(target.port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  // Control messages, each answered with an ack of the same size, sent until
+  // the target stops taking them (at most 256 MiB), never reading a reply.
+  std::vector<std::byte> controls(6400 * 10);
+  for (std::size_t at = 0; at < controls.size(); at += 10) {
+    gnb::write_header(controls.data() + at, 0x1001, 4);
+    volley::wire::store_u32_be(controls.data() + at + gnb::kHeaderSize, static_cast<std::uint32_t>(at));
+  }
+  std::uint64_t accepted = 0;
+  int refused_in_a_row = 0;
+  while (accepted < (256u << 20) && refused_in_a_row < 100) {
+    const ssize_t n = ::send(fd, controls.data(), controls.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      accepted += static_cast<std::uint64_t>(n) - static_cast<std::uint64_t>(n) % 10;  // whole frames only
+      if (n % 10 != 0) ::send(fd, controls.data() + n, 10 - static_cast<std::size_t>(n % 10), MSG_NOSIGNAL);
+      refused_in_a_row = 0;
+    } else {
+      ++refused_in_a_row;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  EXPECT_LT(accepted, 64u << 20) << "the target kept reading from a client that does not read";
+  // (The sanitizers' runtime holds memory of its own: shadow, quarantine.)
+  EXPECT_LT(resident_kib(target.process().pid()), (kSanitizerBuild ? 512u : 100u) * 1024);
+  // Disconnected once it stayed over --max-queued for 1 s: the next send fails.
+  bool reset = false;
+  for (int i = 0; i < 1000 && !reset; ++i) {
+    reset = ::send(fd, controls.data(), 10, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(reset);
+  ::close(fd);
+
+  ASSERT_EQ(good.wait_for(std::chrono::seconds(60)).value_or(-1), 0) << good.stderr_text();
+  const auto gen = boost::json::parse(good.stdout_text()).as_object();
+  const auto report = target.stop();
+  EXPECT_EQ(u64(report.at("connections").at("closed_slow_consumer")), 1u);
+  EXPECT_EQ(u64(gen.at("replies").at("ack")), sent_per_type(gen).at("0x1001"));  // the good client: every reply
 }
 
 TEST(AllowInvalid, OversizeControlsAreNackedAndTheStreamStaysInSync) {

@@ -64,6 +64,7 @@ class SilentPeer {
     ::close(listen_fd_);
   }
   std::uint16_t port() const { return port_; }
+  int fd() const { return fd_; }
   int accept() {
     fd_ = ::accept(listen_fd_, nullptr, nullptr);
     return fd_;
@@ -246,22 +247,24 @@ TEST(Session, HighWaterBoundsTheQueueAndTellsTheWriter) {
   connection->abort({});
 }
 
-TEST(Session, SlowConsumerIsDisconnected) {
-  SilentPeer reader(64 * 1024);
-  asio::io_context loop;
+// Records the close; pauses input on congestion when asked.
+struct RecordingEvents : net::SessionEvents {
+  bool pause_when_congested = false;
+  std::optional<net::CloseReason> closed;
+  void on_message(net::Session&, std::span<const std::byte>) override {}
+  void on_backpressure(net::Session& s, bool congested) override {
+    if (congested && pause_when_congested) s.pause_input();
+  }
+  void on_close(net::Session&, const net::CloseReason& r) override { closed = r; }
+};
+
+// Connects a checked-frame session to `peer` and sends 16 KiB messages until
+// it is congested (the peer reads nothing); null if it never was.
+std::shared_ptr<net::TcpConnection> start_congested(asio::io_context& loop, SilentPeer& peer,
+                                                    const net::SessionOptions& options, net::SessionEvents& events) {
   boost::system::error_code ec;
-  auto socket = net::connect_tcp(loop, "127.0.0.1", reader.port(), 2s, ec);
-  ASSERT_FALSE(ec);
-  ASSERT_GE(reader.accept(), 0);
-  struct Events : net::SessionEvents {
-    std::optional<net::CloseReason> closed;
-    void on_message(net::Session&, std::span<const std::byte>) override {}
-    void on_close(net::Session&, const net::CloseReason& r) override { closed = r; }
-  } events;
-  net::SessionOptions options;
-  options.heartbeat_interval = 0ms;
-  options.high_water = 128 * 1024;
-  options.slow_consumer_timeout = 300ms;
+  auto socket = net::connect_tcp(loop, "127.0.0.1", peer.port(), 2s, ec);
+  if (ec || peer.accept() < 0) return nullptr;
   auto session = std::make_unique<net::Session>(net::make_checked_codec(1 << 20), options, events);
   net::Session& s = *session;
   auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(session));
@@ -271,12 +274,49 @@ TEST(Session, SlowConsumerIsDisconnected) {
     s.send(payload);
     loop.poll();
   }
-  ASSERT_TRUE(s.congested());
+  return s.congested() ? connection : nullptr;
+}
+
+TEST(Session, SlowConsumerIsDisconnected) {
+  SilentPeer reader(64 * 1024);
+  asio::io_context loop;
+  RecordingEvents events;
+  net::SessionOptions options;
+  options.heartbeat_interval = 0ms;
+  options.high_water = 128 * 1024;
+  options.slow_consumer_timeout = 300ms;
+  const auto connection = start_congested(loop, reader, options, events);
+  ASSERT_TRUE(connection);
   const auto start = Clock::now();
   ASSERT_TRUE(run_until(loop, [&] { return events.closed.has_value(); }, 5s));
   EXPECT_EQ(events.closed->kind, net::CloseReason::Kind::slow_consumer);
   EXPECT_GT(events.closed->unsent_bytes, 0u);  // reported, not silently dropped
   EXPECT_GE(Clock::now() - start, 250ms);
+}
+
+// A server that pauses its input while its output is congested stops hearing
+// the peer; that silence is its own doing. It used to be reported as the
+// peer's (heartbeat timeout) before the slow-consumer deadline could say what
+// happened.
+TEST(Session, ASlowConsumerWhoseInputIsPausedIsReportedAsSlowNotSilent) {
+  SilentPeer peer(64 * 1024);
+  asio::io_context loop;
+  RecordingEvents events;
+  events.pause_when_congested = true;  // the usual answer to a peer that does not read: stop taking its requests
+  net::SessionOptions options;
+  options.heartbeat_interval = 40ms;
+  options.heartbeat_misses = 2;  // silence is noticed after 80 ms
+  options.high_water = 128 * 1024;
+  options.slow_consumer_timeout = 500ms;
+  const auto connection = start_congested(loop, peer, options, events);
+  ASSERT_TRUE(connection);
+  // The peer keeps talking (heartbeats) but never reads.
+  const std::array<std::byte, 5> heartbeat{std::byte{0}, std::byte{0}, std::byte{5}, std::byte{0}, std::byte{0}};
+  ASSERT_TRUE(run_until(loop, [&] {
+    ::send(peer.fd(), heartbeat.data(), heartbeat.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    return events.closed.has_value();
+  }, 5s));
+  EXPECT_EQ(events.closed->kind, net::CloseReason::Kind::slow_consumer) << events.closed->detail;
 }
 
 TEST(Session, ConnectionsSpreadEvenlyOverWorkers) {

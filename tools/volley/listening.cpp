@@ -21,6 +21,16 @@ void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
                  "(a peer that stopped reading cannot hold the stop up)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
+  cmd.add_option("--max-queued", flags.max_queued,
+                 "Per connection: bytes of replies queued for a peer that does not read at which the server stops "
+                 "reading from it (resuming at a quarter)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 34));
+  cmd.add_option("--max-queued-timeout", flags.max_queued_timeout_s,
+                 "Seconds a peer may keep a connection at --max-queued before it is disconnected as a slow consumer "
+                 "(0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
 }
 
 net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads, bool busy_poll) {
@@ -29,7 +39,11 @@ net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads,
           .threads = threads,
           .busy_poll = busy_poll,
           .handle_signals = true,
-          .shutdown_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.shutdown_timeout_s * 1000))};
+          .shutdown_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.shutdown_timeout_s * 1000)),
+          .output_limits = {.high_water = flags.max_queued,
+                            .low_water = flags.max_queued / 4,
+                            .slow_consumer_timeout =
+                                std::chrono::milliseconds(static_cast<std::int64_t>(flags.max_queued_timeout_s * 1000))}};
 }
 
 void announce_listening(std::string_view proto, const std::string& address, std::uint16_t port,

@@ -92,10 +92,10 @@ class TargetConsumer {
       case Kind_::peer_closed: stats_.closed_peer.add(); break;
       case Kind_::protocol_error: stats_.closed_protocol_error.add(); break;
       case Kind_::io_error: stats_.closed_io_error.add(); break;
+      case Kind_::slow_consumer: stats_.closed_slow_consumer.add(); break;
       // The target runs no session timers; these come only from a Session.
       case Kind_::heartbeat_timeout:
       case Kind_::idle_timeout:
-      case Kind_::slow_consumer:
       case Kind_::shutdown:
       case Kind_::local_close: stats_.closed_shutdown.add(); break;
     }

@@ -30,6 +30,11 @@ struct ServerOptions {
   /// bytes flushed) before aborting the rest, so a peer that stopped reading
   /// cannot keep the server from stopping.
   std::chrono::milliseconds shutdown_timeout = TcpServer::kDefaultShutdownDeadline;
+  /// Each connection's bound on replies queued for a peer that does not read:
+  /// reading pauses at 4 MiB queued and resumes at 1 MiB; a peer that keeps a
+  /// connection there 10 s is disconnected as a slow consumer. (Sessions add
+  /// their own, lower, bound with events; this one holds for every handler.)
+  OutputLimits output_limits{.high_water = 4 << 20, .low_water = 1 << 20, .slow_consumer_timeout = std::chrono::seconds(10)};
 };
 
 /// One listening TCP server with its own loops: a control loop (accepting,

@@ -55,12 +55,26 @@ class StreamHandler {
   virtual void on_close(TcpConnection& connection, const CloseReason& reason) = 0;
 };
 
+// A bound on what a connection queues for a peer that does not read (a
+// server's replies to a client that only sends): at `high_water` queued bytes
+// the connection stops reading, so the peer's requests back up into its own
+// buffers; at `low_water` it reads again; a peer that keeps it at high water
+// for `slow_consumer_timeout` is disconnected (aborted, the unsent bytes in the
+// reason). Off by default (high_water 0): a server turns it on (ServerOptions);
+// a client that also paused would wait on its server forever.
+struct OutputLimits {
+  std::size_t high_water = 0;
+  std::size_t low_water = 0;                           // 0: a quarter of high_water
+  std::chrono::milliseconds slow_consumer_timeout{0};  // 0: never disconnect
+};
+
 class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
  public:
   // How long a graceful close waits for the peer's end of stream after flushing.
   static constexpr std::chrono::milliseconds kLingerTimeout{2000};
 
-  TcpConnection(boost::asio::ip::tcp::socket socket, std::unique_ptr<StreamHandler> handler);
+  TcpConnection(boost::asio::ip::tcp::socket socket, std::unique_ptr<StreamHandler> handler,
+                OutputLimits limits = {});
   TcpConnection(const TcpConnection&) = delete;
   TcpConnection& operator=(const TcpConnection&) = delete;
 
@@ -122,9 +136,13 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void on_write(const boost::system::error_code& ec, std::size_t n);
   void half_close();
   void finish(CloseReason reason);
+  // Enters or leaves the full-output state; on leaving, restarts reading if asked.
+  void check_output_bound(bool restart_reading);
 
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer linger_timer_;
+  boost::asio::steady_timer slow_timer_;  // the slow-consumer deadline while output is full
+  OutputLimits limits_;
   std::unique_ptr<StreamHandler> handler_;
   boost::asio::ip::tcp::endpoint remote_;
   detail::WriteQueue queue_;
@@ -133,6 +151,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   int cork_depth_ = 0;
   bool peer_eof_ = false;
   bool reading_paused_ = false;
+  bool output_full_ = false;  // queued output at high water: not reading until it drains
   bool in_flush_completion_ = false;
   bool last_read_filled_ = false;
   bool read_pending_ = false;

@@ -31,8 +31,9 @@ class TcpServer {
   using SocketAdopter = std::function<void(std::size_t worker, boost::asio::ip::tcp::socket socket)>;
 
   // Binds and listens at once: a taken port fails here (throws boost::system::system_error).
+  // `limits`: every connection's bound on output queued for a peer that does not read.
   TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
-            HandlerFactory factory);
+            HandlerFactory factory, OutputLimits limits = {});
   TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
             SocketAdopter adopter);
   TcpServer(const TcpServer&) = delete;
@@ -73,6 +74,7 @@ class TcpServer {
   std::atomic<std::uint64_t> aborted_{0};
   HandlerFactory factory_;
   SocketAdopter adopter_;
+  OutputLimits limits_;
   // live_[w] is touched only on worker loop w.
   std::vector<std::unordered_map<TcpConnection*, std::weak_ptr<TcpConnection>>> live_;
   // deadline_[w]: worker w's shutdown deadline while it runs (touched on loop w

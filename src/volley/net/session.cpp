@@ -168,6 +168,10 @@ void Session::arm_liveness(Clock::time_point deadline) {
     // A closing connection is bounded by its linger time, not by heartbeats.
     if (ec || !connection_->open()) return;
     const auto limit = options_.heartbeat_interval * options_.heartbeat_misses;
+    // While our input is paused we do not read, so we cannot hear the peer:
+    // that silence is ours, not its (a congested peer meets the slow-consumer
+    // deadline instead). The peer gets a whole limit once reading resumes.
+    if (input_paused_) last_received_ = Clock::now();
     const auto next = last_received_ + limit;
     if (Clock::now() < next) return arm_liveness(next);
     // The peer is gone (or hung): nothing queued can reach it, so no flush.

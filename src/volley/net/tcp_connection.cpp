@@ -22,8 +22,14 @@ const char* to_string(CloseReason::Kind kind) noexcept {
   return "?";
 }
 
-TcpConnection::TcpConnection(asio::ip::tcp::socket socket, std::unique_ptr<StreamHandler> handler)
-    : socket_(std::move(socket)), linger_timer_(socket_.get_executor()), handler_(std::move(handler)) {
+TcpConnection::TcpConnection(asio::ip::tcp::socket socket, std::unique_ptr<StreamHandler> handler,
+                             OutputLimits limits)
+    : socket_(std::move(socket)),
+      linger_timer_(socket_.get_executor()),
+      slow_timer_(socket_.get_executor()),
+      limits_(limits),
+      handler_(std::move(handler)) {
+  if (limits_.low_water == 0 || limits_.low_water > limits_.high_water) limits_.low_water = limits_.high_water / 4;
   boost::system::error_code ec;
   remote_ = socket_.remote_endpoint(ec);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
@@ -44,6 +50,7 @@ void TcpConnection::start() {
 void TcpConnection::resume_reading() {
   if (!reading_paused_) return;
   reading_paused_ = false;
+  if (output_full_) return;  // reading comes back once the output drains
   // Input that came while paused may have been signalled already: read first, wait after.
   if (!read_pending_ && state_ != State::closed && !peer_eof_) post_read();
 }
@@ -111,7 +118,8 @@ void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) 
   if (state_ == State::closed) return;
   maybe_flush();
   if (state_ == State::closed) return;  // a flush that completed at once can finish a closing connection
-  if (reading_paused_) return;
+  check_output_bound(false);  // this read goes on below if it may
+  if (reading_paused_ || output_full_) return;
   // A full buffer may have left more behind: read again, after the loop's other work.
   if (last_read_filled_) return post_read();
   do_read();
@@ -196,7 +204,29 @@ void TcpConnection::on_write(const boost::system::error_code& ec, std::size_t /*
   }
   if (state_ == State::closed) return;
   maybe_flush();
+  check_output_bound(true);
   if (state_ == State::flushing && !queue_.in_flight()) half_close();
+}
+
+void TcpConnection::check_output_bound(bool restart_reading) {
+  if (limits_.high_water == 0 || state_ == State::closed) return;
+  const std::size_t queued = queue_.queued_bytes();
+  if (!output_full_ && queued >= limits_.high_water) {
+    output_full_ = true;  // on_read stops reading
+    if (limits_.slow_consumer_timeout.count() > 0) {
+      slow_timer_.expires_after(limits_.slow_consumer_timeout);
+      slow_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+        if (ec || !self->output_full_) return;
+        self->abort({CloseReason::Kind::slow_consumer,
+                     "over " + std::to_string(self->limits_.high_water) + " queued bytes for " +
+                         std::to_string(self->limits_.slow_consumer_timeout.count()) + " ms"});
+      });
+    }
+  } else if (output_full_ && queued <= limits_.low_water) {
+    output_full_ = false;
+    slow_timer_.cancel();
+    if (restart_reading && !reading_paused_ && !read_pending_ && !peer_eof_) post_read();
+  }
 }
 
 void TcpConnection::close(CloseReason reason) {
@@ -229,6 +259,7 @@ void TcpConnection::finish(CloseReason reason) {
   state_ = State::closed;
   boost::system::error_code ignored;
   linger_timer_.cancel();
+  slow_timer_.cancel();
   socket_.close(ignored);
   reason.unsent_bytes = queue_.queued_bytes();
   queue_.clear();

@@ -14,13 +14,14 @@ namespace volley::net {
 namespace asio = boost::asio;
 
 TcpServer::TcpServer(asio::io_context& accept_loop, LoopPool& workers, const asio::ip::tcp::endpoint& endpoint,
-                     HandlerFactory factory)
+                     HandlerFactory factory, OutputLimits limits)
     : accept_loop_(accept_loop),
       workers_(workers),
       acceptor_(accept_loop),
       accept_pause_(accept_loop),
       reserve_fd_(::open("/dev/null", O_RDONLY | O_CLOEXEC)),
       factory_(std::move(factory)),
+      limits_(limits),
       live_(workers.size()),
       deadline_(workers.size()) {
   acceptor_.open(endpoint.protocol());
@@ -99,7 +100,7 @@ void TcpServer::do_accept() {
 
 void TcpServer::adopt(std::size_t worker, asio::ip::tcp::socket socket) {
   if (adopter_) return adopter_(worker, std::move(socket));
-  auto connection = std::make_shared<TcpConnection>(std::move(socket), factory_(worker));
+  auto connection = std::make_shared<TcpConnection>(std::move(socket), factory_(worker), limits_);
   auto& live = live_[worker];
   live.emplace(connection.get(), connection);
   connection->set_close_observer([this, worker](TcpConnection& c) {
