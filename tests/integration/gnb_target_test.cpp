@@ -262,6 +262,51 @@ TEST(MisbehavingClients, AClientThatNeverReadsItsRepliesIsBoundedAndDisconnected
   EXPECT_EQ(u64(gen.at("replies").at("ack")), sent_per_type(gen).at("0x1001"));  // the good client: every reply
 }
 
+// A connection flood cannot take every descriptor: past --max-connections a
+// new connection is accepted and closed at once, and counted; once one of the
+// others closes, a new one is served.
+TEST(MisbehavingClients, ConnectionsOverTheMaximumAreClosedAtOnceAndCounted) {
+  TempDir dir;
+  RunningTarget target(dir, {"--threads", "2", "--reply", "ack", "--max-connections", "2"});
+  ASSERT_NE(target.port(), 0);
+  std::array<std::byte, 10> control{};
+  gnb::write_header(control.data(), 0x1001, 4);
+  volley::wire::store_u32_be(control.data() + gnb::kHeaderSize, 7);
+  // Whether a new connection is served: its control message is acked.
+  const auto served = [&](RawClient& c) {
+    try {
+      c.send(control);
+    } catch (const std::runtime_error&) {  // already reset by the target
+      return false;
+    }
+    return c.read(gnb::kAckFrameSize).size() == gnb::kAckFrameSize;
+  };
+  auto first = std::make_unique<RawClient>(target.port());
+  RawClient second(target.port());
+  ASSERT_TRUE(served(*first));
+  ASSERT_TRUE(served(second));
+  {
+    RawClient third(target.port());
+    EXPECT_TRUE(third.peer_closed());
+  }
+  first.reset();  // the target notices the close on its own time: retry until it has
+  int refused_retries = 0;
+  bool later_served = false;
+  for (int i = 0; i < 100 && !later_served; ++i) {
+    RawClient later(target.port());
+    later_served = served(later);
+    if (!later_served) {
+      ++refused_retries;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  EXPECT_TRUE(later_served);
+  second.close();
+  const auto report = target.stop();
+  EXPECT_EQ(u64(report.at("over_limit_connections")), 1u + static_cast<std::uint64_t>(refused_retries));
+  EXPECT_EQ(u64(report.at("connections").at("accepted")), 3u);  // the two, and the later one
+}
+
 TEST(AllowInvalid, OversizeControlsAreNackedAndTheStreamStaysInSync) {
   TempDir dir;
   RunningTarget target(dir, {"--threads", "1", "--reply", "ack"});

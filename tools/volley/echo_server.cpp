@@ -344,6 +344,7 @@ int run_echo_server(const EchoServerOptions& o) {
                              {"datagrams", t.datagrams},             {"errors", t.errors},
                              {"handshake_failures", t.handshake_failures}, {"uptime_s", seconds_since(start)},
                              {"refused_connections", server.refused_connections()},
+                             {"over_limit_connections", server.over_limit_connections()},
                              {"aborted_at_shutdown", server.aborted_at_shutdown()}};
   if (!udp.empty()) {
     std::uint64_t drops = 0;

@@ -31,6 +31,10 @@ void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
                  "(0: never)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
+  cmd.add_option("--max-connections", flags.max_connections,
+                 "Connections open at once; one more is accepted and closed at once, and counted (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{0}, std::size_t{10'000'000}));
 }
 
 net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads, bool busy_poll) {
@@ -43,7 +47,8 @@ net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads,
           .output_limits = {.high_water = flags.max_queued,
                             .low_water = flags.max_queued / 4,
                             .slow_consumer_timeout =
-                                std::chrono::milliseconds(static_cast<std::int64_t>(flags.max_queued_timeout_s * 1000))}};
+                                std::chrono::milliseconds(static_cast<std::int64_t>(flags.max_queued_timeout_s * 1000))},
+          .max_connections = flags.max_connections};
 }
 
 void announce_listening(std::string_view proto, const std::string& address, std::uint16_t port,

@@ -23,10 +23,11 @@ struct ListenFlags {
   double shutdown_timeout_s = 5;
   std::size_t max_queued = 4 << 20;  // per connection: reading pauses here (net::OutputLimits)
   double max_queued_timeout_s = 10;  // a peer that keeps a connection there this long is disconnected
+  std::size_t max_connections = 0;   // 0: no limit
 };
 
-// Adds -b/--bind, -p/--port, --port-file, --shutdown-timeout, --max-queued and
-// --max-queued-timeout to `cmd`, with `flags` holding the defaults.
+// Adds -b/--bind, -p/--port, --port-file, --shutdown-timeout, --max-queued,
+// --max-queued-timeout and --max-connections to `cmd`, with `flags` holding the defaults.
 void add_listen_flags(CLI::App& cmd, ListenFlags& flags);
 
 // The net::Server options these flags and a program's threading choice make.

@@ -147,6 +147,7 @@ int run_server(const ServerOptions& o) {
                              {"unsent_bytes", sum.unsent_bytes},
                              {"closes", closes},
                              {"refused_connections", server.refused_connections()},
+                             {"over_limit_connections", server.over_limit_connections()},
                              {"aborted_at_shutdown", server.aborted_at_shutdown()}};
   if (o.json) {
     fmt::print("{}\n", to_json_text(report));

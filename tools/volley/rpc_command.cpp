@@ -62,7 +62,7 @@ int run_server(const RpcOptions& o) {
   });
   server.run();
   if (o.json) {
-    fmt::print("{}\n", to_json_text(boost::json::object{{"tool", "volley rpc-server"}, {"calls", served.load()}, {"refused_connections", server.refused_connections()}, {"aborted_at_shutdown", server.aborted_at_shutdown()}}));
+    fmt::print("{}\n", to_json_text(boost::json::object{{"tool", "volley rpc-server"}, {"calls", served.load()}, {"refused_connections", server.refused_connections()}, {"over_limit_connections", server.over_limit_connections()}, {"aborted_at_shutdown", server.aborted_at_shutdown()}}));
   } else {
     fmt::print("volley rpc-server: {} calls answered\n", served.load());
   }

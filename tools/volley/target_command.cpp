@@ -124,12 +124,14 @@ int run_target(const TargetOptions& o) {
     report["cpu_s"] = cpu_seconds;
     report["cpu_ns_per_frame"] = cpu_ns_per_frame(cpu_seconds, totals);
     report["refused_connections"] = server.refused_connections();
+    report["over_limit_connections"] = server.over_limit_connections();
     report["aborted_at_shutdown"] = server.aborted_at_shutdown();
     fmt::print("{}\n", to_json_text(report));
   } else {
     print_text_report(o, totals, seconds, cpu_seconds);
-    fmt::print("  connections refused while out of descriptors: {}; aborted at the shutdown deadline: {}\n",
-               server.refused_connections(), server.aborted_at_shutdown());
+    fmt::print("  connections refused while out of descriptors: {}; over --max-connections: {}; aborted at the "
+               "shutdown deadline: {}\n",
+               server.refused_connections(), server.over_limit_connections(), server.aborted_at_shutdown());
   }
   return 0;
 }

@@ -35,6 +35,9 @@ struct ServerOptions {
   /// connection there 10 s is disconnected as a slow consumer. (Sessions add
   /// their own, lower, bound with events; this one holds for every handler.)
   OutputLimits output_limits{.high_water = 4 << 20, .low_water = 1 << 20, .slow_consumer_timeout = std::chrono::seconds(10)};
+  /// At most this many connections open at once (0: no limit); one more is
+  /// accepted and closed at once, and counted (over_limit_connections()).
+  std::size_t max_connections = 0;
 };
 
 /// One listening TCP server with its own loops: a control loop (accepting,
@@ -95,6 +98,8 @@ class Server {
   /// Connections refused (accepted and closed at once) while the process was
   /// out of file descriptors; the server pauses accepting meanwhile instead of spinning.
   std::uint64_t refused_connections() const noexcept { return tcp_ ? tcp_->refused_connections() : 0; }
+  /// Connections closed at once because max_connections were open.
+  std::uint64_t over_limit_connections() const noexcept { return tcp_ ? tcp_->over_limit_connections() : 0; }
   /// Connections aborted because they had not closed within shutdown_timeout.
   std::uint64_t aborted_at_shutdown() const noexcept { return tcp_ ? tcp_->aborted_at_shutdown() : 0; }
   /// The signal that stopped the server, 0 if none did.

@@ -45,6 +45,11 @@ class TcpServer {
   void start();
   // Connections closed at once because the process was out of descriptors.
   std::uint64_t refused_connections() const noexcept { return refused_.load(std::memory_order_relaxed); }
+  // At most `n` connections open at once (0: no limit); one more is accepted
+  // and closed at once, and counted. Call before start(). Connections taken
+  // by a SocketAdopter are its own and not counted.
+  void set_max_connections(std::size_t n) noexcept { max_connections_ = n; }
+  std::uint64_t over_limit_connections() const noexcept { return over_limit_.load(std::memory_order_relaxed); }
   // Stops accepting and closes every connection gracefully, each on its loop;
   // a connection still not closed after `deadline` (a peer that stopped
   // reading keeps a flush from ever finishing) is aborted, its unsent bytes
@@ -72,6 +77,9 @@ class TcpServer {
   int reserve_fd_ = -1;
   std::atomic<std::uint64_t> refused_{0};
   std::atomic<std::uint64_t> aborted_{0};
+  std::size_t max_connections_ = 0;
+  std::atomic<std::size_t> open_{0};  // accepted and not yet closed (counted on the accept loop, released on the workers)
+  std::atomic<std::uint64_t> over_limit_{0};
   HandlerFactory factory_;
   SocketAdopter adopter_;
   OutputLimits limits_;

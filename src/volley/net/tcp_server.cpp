@@ -74,12 +74,23 @@ void TcpServer::do_accept() {
     if (ec) {
       // A connection reset before it was accepted, and the like: accept the next.
       spdlog::debug("accept failed: {}", ec.message());
+    } else if (max_connections_ > 0 && !adopter_ && open_.load(std::memory_order_relaxed) >= max_connections_) {
+      // Over the limit: accepted (so the client hears at once, instead of
+      // waiting in the backlog) and closed, counted, logged now and then.
+      const std::uint64_t over = over_limit_.fetch_add(1, std::memory_order_relaxed) + 1;
+      boost::system::error_code ignored;
+      if (over == 1 || over % 1000 == 0)
+        spdlog::warn("connection from {} closed: {} connections open, the maximum ({} so far)",
+                     socket.remote_endpoint(ignored).address().to_string(), max_connections_, over);
+      socket.close(ignored);
     } else {
+      if (!adopter_) open_.fetch_add(1, std::memory_order_relaxed);
       const std::size_t worker = workers_.next_index();
       const auto protocol = acceptor_.local_endpoint().protocol();
       boost::system::error_code release_error;
       const int fd = socket.release(release_error);
       if (release_error) {
+        if (!adopter_) open_.fetch_sub(1, std::memory_order_relaxed);
         spdlog::warn("accept: cannot hand the connection over: {}", release_error.message());
       } else {
         asio::post(workers_.loop(worker), [this, worker, protocol, fd] {
@@ -88,6 +99,7 @@ void TcpServer::do_accept() {
           s.assign(protocol, fd, assign_error);
           if (assign_error) {
             ::close(fd);
+            if (!adopter_) open_.fetch_sub(1, std::memory_order_relaxed);
             return;
           }
           adopt(worker, std::move(s));
@@ -105,6 +117,7 @@ void TcpServer::adopt(std::size_t worker, asio::ip::tcp::socket socket) {
   live.emplace(connection.get(), connection);
   connection->set_close_observer([this, worker](TcpConnection& c) {
     live_[worker].erase(&c);
+    open_.fetch_sub(1, std::memory_order_relaxed);
     // The last connection closed in time: the deadline has nothing left to do
     // and must not hold the loop open until it expires.
     if (live_[worker].empty())
