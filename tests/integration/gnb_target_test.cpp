@@ -307,6 +307,30 @@ TEST(MisbehavingClients, ConnectionsOverTheMaximumAreClosedAtOnceAndCounted) {
   EXPECT_EQ(u64(report.at("connections").at("accepted")), 3u);  // the two, and the later one
 }
 
+// A connection that says nothing holds a descriptor and memory for ever
+// unless the server ends it: --idle-timeout closes it, counted; a connection
+// that keeps talking stays.
+TEST(MisbehavingClients, ASilentConnectionIsClosedAfterTheIdleTimeout) {
+  TempDir dir;
+  RunningTarget target(dir, {"--reply", "ack", "--idle-timeout", "1"});
+  ASSERT_NE(target.port(), 0);
+  std::array<std::byte, 10> control{};
+  gnb::write_header(control.data(), 0x1001, 4);
+  RawClient silent(target.port());
+  RawClient talking(target.port());
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(2)) {  // twice the timeout, a message every 50 ms
+    talking.send(control);
+    ASSERT_EQ(talking.read(gnb::kAckFrameSize).size(), gnb::kAckFrameSize);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(silent.peer_closed());
+  talking.close();
+  const auto report = target.stop();
+  EXPECT_EQ(u64(report.at("connections").at("closed_idle")), 1u);
+  EXPECT_EQ(u64(report.at("connections").at("closed_by_peer")), 1u);
+}
+
 TEST(AllowInvalid, OversizeControlsAreNackedAndTheStreamStaysInSync) {
   TempDir dir;
   RunningTarget target(dir, {"--threads", "1", "--reply", "ack"});

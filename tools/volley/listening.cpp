@@ -35,6 +35,10 @@ void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
                  "Connections open at once; one more is accepted and closed at once, and counted (0: no limit)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{0}, std::size_t{10'000'000}));
+  cmd.add_option("--idle-timeout", flags.idle_timeout_s,
+                 "Seconds a connection may pass with no byte either way before it is closed (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
 }
 
 net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads, bool busy_poll) {
@@ -44,10 +48,11 @@ net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads,
           .busy_poll = busy_poll,
           .handle_signals = true,
           .shutdown_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.shutdown_timeout_s * 1000)),
-          .output_limits = {.high_water = flags.max_queued,
+          .connection_limits = {.high_water = flags.max_queued,
                             .low_water = flags.max_queued / 4,
                             .slow_consumer_timeout =
-                                std::chrono::milliseconds(static_cast<std::int64_t>(flags.max_queued_timeout_s * 1000))},
+                                std::chrono::milliseconds(static_cast<std::int64_t>(flags.max_queued_timeout_s * 1000)),
+                            .idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.idle_timeout_s * 1000))},
           .max_connections = flags.max_connections};
 }
 

@@ -21,13 +21,15 @@ struct ListenFlags {
   std::uint16_t port = 0;
   std::string port_file;
   double shutdown_timeout_s = 5;
-  std::size_t max_queued = 4 << 20;  // per connection: reading pauses here (net::OutputLimits)
+  std::size_t max_queued = 4 << 20;  // per connection: reading pauses here (net::ConnectionLimits)
   double max_queued_timeout_s = 10;  // a peer that keeps a connection there this long is disconnected
   std::size_t max_connections = 0;   // 0: no limit
+  double idle_timeout_s = 0;         // a connection with no byte either way this long is closed (0: never)
 };
 
 // Adds -b/--bind, -p/--port, --port-file, --shutdown-timeout, --max-queued,
-// --max-queued-timeout and --max-connections to `cmd`, with `flags` holding the defaults.
+// --max-queued-timeout, --max-connections and --idle-timeout to `cmd`, with
+// `flags` holding the defaults.
 void add_listen_flags(CLI::App& cmd, ListenFlags& flags);
 
 // The net::Server options these flags and a program's threading choice make.

@@ -73,9 +73,9 @@ void print_text_report(const TargetOptions& o, const TargetTotals& t, double sec
   fmt::print("  replies sent: ack {}, nack {}, ack-checksum {}\n", t.replies_ack, t.replies_nack,
              t.replies_ack_checksum);
   fmt::print("  connections: accepted {}, closed by peer {}, protocol error {}, i/o error {}, shutdown {}, "
-             "slow consumer {}, mid-frame {}\n",
+             "slow consumer {}, idle {}, mid-frame {}\n",
              t.connections_opened, t.closed_peer, t.closed_protocol_error, t.closed_io_error, t.closed_shutdown,
-             t.closed_slow_consumer, t.closed_mid_frame);
+             t.closed_slow_consumer, t.closed_idle, t.closed_mid_frame);
   fmt::print("  cpu: {:.3f} s user+system, {:.1f} ns per frame\n", cpu_seconds, cpu_ns_per_frame(cpu_seconds, t));
 }
 
@@ -97,7 +97,8 @@ int run_target(const TargetOptions& o) {
     const std::uint64_t bytes = now.bytes() - last.bytes();
     fmt::print(stderr, "[target {:6.1f}s] connections {} open | {:>10} frames/s {:>9.1f} MB/s | total {} frames, {} rejected\n",
                seconds_since(start), now.connections_opened - now.closed_peer - now.closed_protocol_error -
-                                          now.closed_io_error - now.closed_shutdown - now.closed_slow_consumer,
+                                          now.closed_io_error - now.closed_shutdown - now.closed_slow_consumer -
+                                          now.closed_idle,
                frames, static_cast<double>(bytes) / 1e6, now.frames(), now.rejected());
     last = now;
   });

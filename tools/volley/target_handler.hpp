@@ -93,9 +93,9 @@ class TargetConsumer {
       case Kind_::protocol_error: stats_.closed_protocol_error.add(); break;
       case Kind_::io_error: stats_.closed_io_error.add(); break;
       case Kind_::slow_consumer: stats_.closed_slow_consumer.add(); break;
-      // The target runs no session timers; these come only from a Session.
+      case Kind_::idle_timeout: stats_.closed_idle.add(); break;
+      // The target runs no session timers; this comes only from a Session.
       case Kind_::heartbeat_timeout:
-      case Kind_::idle_timeout:
       case Kind_::shutdown:
       case Kind_::local_close: stats_.closed_shutdown.add(); break;
     }

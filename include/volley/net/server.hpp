@@ -34,7 +34,8 @@ struct ServerOptions {
   /// reading pauses at 4 MiB queued and resumes at 1 MiB; a peer that keeps a
   /// connection there 10 s is disconnected as a slow consumer. (Sessions add
   /// their own, lower, bound with events; this one holds for every handler.)
-  OutputLimits output_limits{.high_water = 4 << 20, .low_water = 1 << 20, .slow_consumer_timeout = std::chrono::seconds(10)};
+  /// No idle timeout unless set (`idle_timeout`).
+  ConnectionLimits connection_limits{.high_water = 4 << 20, .low_water = 1 << 20, .slow_consumer_timeout = std::chrono::seconds(10)};
   /// At most this many connections open at once (0: no limit); one more is
   /// accepted and closed at once, and counted (over_limit_connections()).
   std::size_t max_connections = 0;

@@ -55,17 +55,21 @@ class StreamHandler {
   virtual void on_close(TcpConnection& connection, const CloseReason& reason) = 0;
 };
 
-// A bound on what a connection queues for a peer that does not read (a
-// server's replies to a client that only sends): at `high_water` queued bytes
-// the connection stops reading, so the peer's requests back up into its own
-// buffers; at `low_water` it reads again; a peer that keeps it at high water
-// for `slow_consumer_timeout` is disconnected (aborted, the unsent bytes in the
-// reason). Off by default (high_water 0): a server turns it on (ServerOptions);
-// a client that also paused would wait on its server forever.
-struct OutputLimits {
+// What a connection holds for a peer, whatever the protocol above it.
+// - Output: at `high_water` bytes queued for a peer that does not read (a
+//   server's replies to a client that only sends) the connection stops
+//   reading, so the peer's requests back up into its own buffers; at
+//   `low_water` it reads again; a peer that keeps it at high water for
+//   `slow_consumer_timeout` is disconnected (aborted, the unsent bytes in the
+//   reason). Off by default (high_water 0): a server turns it on
+//   (ServerOptions); a client that also paused would wait on its server forever.
+// - Idleness: a connection with no byte read or written for `idle_timeout` is
+//   closed gracefully (0: never).
+struct ConnectionLimits {
   std::size_t high_water = 0;
   std::size_t low_water = 0;                           // 0: a quarter of high_water
   std::chrono::milliseconds slow_consumer_timeout{0};  // 0: never disconnect
+  std::chrono::milliseconds idle_timeout{0};           // 0: never
 };
 
 class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
@@ -74,7 +78,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   static constexpr std::chrono::milliseconds kLingerTimeout{2000};
 
   TcpConnection(boost::asio::ip::tcp::socket socket, std::unique_ptr<StreamHandler> handler,
-                OutputLimits limits = {});
+                ConnectionLimits limits = {});
   TcpConnection(const TcpConnection&) = delete;
   TcpConnection& operator=(const TcpConnection&) = delete;
 
@@ -138,11 +142,13 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void finish(CloseReason reason);
   // Enters or leaves the full-output state; on leaving, restarts reading if asked.
   void check_output_bound(bool restart_reading);
+  void arm_idle_check();
 
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer linger_timer_;
   boost::asio::steady_timer slow_timer_;  // the slow-consumer deadline while output is full
-  OutputLimits limits_;
+  boost::asio::steady_timer idle_timer_;  // checks limits_.idle_timeout
+  ConnectionLimits limits_;
   std::unique_ptr<StreamHandler> handler_;
   boost::asio::ip::tcp::endpoint remote_;
   detail::WriteQueue queue_;
@@ -152,6 +158,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool peer_eof_ = false;
   bool reading_paused_ = false;
   bool output_full_ = false;  // queued output at high water: not reading until it drains
+  bool active_ = false;       // a byte read or written since the last idle check
+  int quiet_checks_ = 0;      // idle checks in a row that found no activity
   bool in_flush_completion_ = false;
   bool last_read_filled_ = false;
   bool read_pending_ = false;

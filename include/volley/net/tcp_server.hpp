@@ -33,7 +33,7 @@ class TcpServer {
   // Binds and listens at once: a taken port fails here (throws boost::system::system_error).
   // `limits`: every connection's bound on output queued for a peer that does not read.
   TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
-            HandlerFactory factory, OutputLimits limits = {});
+            HandlerFactory factory, ConnectionLimits limits = {});
   TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
             SocketAdopter adopter);
   TcpServer(const TcpServer&) = delete;
@@ -82,7 +82,7 @@ class TcpServer {
   std::atomic<std::uint64_t> over_limit_{0};
   HandlerFactory factory_;
   SocketAdopter adopter_;
-  OutputLimits limits_;
+  ConnectionLimits limits_;
   // live_[w] is touched only on worker loop w.
   std::vector<std::unordered_map<TcpConnection*, std::weak_ptr<TcpConnection>>> live_;
   // deadline_[w]: worker w's shutdown deadline while it runs (touched on loop w

@@ -23,10 +23,11 @@ const char* to_string(CloseReason::Kind kind) noexcept {
 }
 
 TcpConnection::TcpConnection(asio::ip::tcp::socket socket, std::unique_ptr<StreamHandler> handler,
-                             OutputLimits limits)
+                             ConnectionLimits limits)
     : socket_(std::move(socket)),
       linger_timer_(socket_.get_executor()),
       slow_timer_(socket_.get_executor()),
+      idle_timer_(socket_.get_executor()),
       limits_(limits),
       handler_(std::move(handler)) {
   if (limits_.low_water == 0 || limits_.low_water > limits_.high_water) limits_.low_water = limits_.high_water / 4;
@@ -44,7 +45,27 @@ void TcpConnection::start() {
   }
   if (state_ == State::closed) return;
   maybe_flush();
-  if (state_ != State::closed) post_read();  // bytes may be waiting already
+  if (state_ == State::closed) return;
+  post_read();  // bytes may be waiting already
+  if (limits_.idle_timeout.count() > 0) arm_idle_check();
+}
+
+// Checks four times per timeout: a connection is closed between one and one
+// and a quarter timeouts after its last byte, with one timer wake-up per
+// quarter however busy it is.
+void TcpConnection::arm_idle_check() {
+  idle_timer_.expires_after(limits_.idle_timeout / 4);
+  idle_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || self->state_ != State::open) return;
+    if (self->active_) {
+      self->active_ = false;
+      self->quiet_checks_ = 0;
+    } else if (++self->quiet_checks_ >= 4) {
+      return self->close({CloseReason::Kind::idle_timeout, "no byte either way for " +
+                                                               std::to_string(self->limits_.idle_timeout.count()) + " ms"});
+    }
+    self->arm_idle_check();
+  });
 }
 
 void TcpConnection::resume_reading() {
@@ -109,6 +130,7 @@ void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) 
     if (ec == asio::error::operation_aborted) return;
     return finish({CloseReason::Kind::io_error, ec.message()});
   }
+  active_ = true;
   // Input that arrives after close() still reaches the handler (a client that has
   // finished sending reads the server's last replies); its sends are refused.
   {
@@ -198,6 +220,7 @@ void TcpConnection::on_write(const boost::system::error_code& ec, std::size_t /*
   if (state_ == State::closed) return;
   if (ec) return finish({CloseReason::Kind::io_error, ec.message()});
   const std::size_t written = queue_.finish_batch();
+  active_ = true;
   {
     const Corked corked(*this);  // what the handler sends now goes out together, below
     handler_->on_written(*this, written);
@@ -260,6 +283,7 @@ void TcpConnection::finish(CloseReason reason) {
   boost::system::error_code ignored;
   linger_timer_.cancel();
   slow_timer_.cancel();
+  idle_timer_.cancel();
   socket_.close(ignored);
   reason.unsent_bytes = queue_.queued_bytes();
   queue_.clear();

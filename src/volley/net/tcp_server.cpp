@@ -14,7 +14,7 @@ namespace volley::net {
 namespace asio = boost::asio;
 
 TcpServer::TcpServer(asio::io_context& accept_loop, LoopPool& workers, const asio::ip::tcp::endpoint& endpoint,
-                     HandlerFactory factory, OutputLimits limits)
+                     HandlerFactory factory, ConnectionLimits limits)
     : accept_loop_(accept_loop),
       workers_(workers),
       acceptor_(accept_loop),
