@@ -170,6 +170,20 @@ TEST(Echo, TlsClientWithTheWrongCaIsRefusedClearly) {
   EXPECT_NE(server.log().find("TLS handshake failed"), std::string::npos);
 }
 
+// A client that opens a TLS connection and never starts its handshake holds a
+// descriptor until the server's handshake deadline closes it, counted.
+TEST(Echo, ATlsClientThatNeverHandshakesIsClosedAtTheDeadline) {
+  TempDir dir;
+  const std::string certs = make_certs(dir);
+  EchoServer server(dir, {"--proto", "tls", "--cert", certs + "/server.pem", "--key", certs + "/server.key",
+                          "--handshake-timeout", "0.5"});
+  RawClient silent(server.port());
+  EXPECT_TRUE(silent.peer_closed());  // within RawClient's 5 s
+  const auto totals = server.stop();
+  EXPECT_EQ(json_u64(totals, "handshake_failures"), 1u);
+  EXPECT_NE(server.log().find("timed out"), std::string::npos) << server.log();
+}
+
 TEST(Echo, AClientKilledMidRunLeavesTheServerServingOthers) {
   TempDir dir;
   EchoServer server(dir, {});

@@ -30,7 +30,6 @@ inline void add_proto_option(CLI::App& cmd, EchoProto& proto) {
       ->capture_default_str();
 }
 
-inline constexpr std::chrono::seconds kEchoHandshakeTimeout{5};
 inline constexpr std::size_t kEchoUdpBatch = 64;
 inline constexpr std::size_t kEchoMaxDatagram = 65507;  // the most an IPv4 UDP datagram carries
 

@@ -45,6 +45,7 @@ struct EchoServerOptions {
   bool progress = true;
   std::string cert;
   std::string key;
+  double handshake_timeout_s = 5;  // TLS: a client that has not finished its handshake by then is closed
 };
 
 // Written by one worker loop, read by the reporter.
@@ -121,8 +122,13 @@ class TlsEchoConnection : public std::enable_shared_from_this<TlsEchoConnection>
  public:
   using Registry = std::unordered_map<TlsEchoConnection*, std::weak_ptr<TlsEchoConnection>>;
 
-  TlsEchoConnection(asio::ip::tcp::socket socket, ssl::context& context, WorkerCounters& counters, Registry& registry)
-      : stream_(std::move(socket), context), timer_(stream_.get_executor()), counters_(counters), registry_(registry) {
+  TlsEchoConnection(asio::ip::tcp::socket socket, ssl::context& context, std::chrono::milliseconds handshake_timeout,
+                    WorkerCounters& counters, Registry& registry)
+      : stream_(std::move(socket), context),
+        timer_(stream_.get_executor()),
+        handshake_timeout_(handshake_timeout),
+        counters_(counters),
+        registry_(registry) {
     boost::system::error_code ec;
     peer_ = stream_.lowest_layer().remote_endpoint(ec);
     stream_.lowest_layer().set_option(asio::ip::tcp::no_delay(true), ec);
@@ -130,7 +136,7 @@ class TlsEchoConnection : public std::enable_shared_from_this<TlsEchoConnection>
 
   void start() {
     registry_.emplace(this, weak_from_this());
-    timer_.expires_after(kEchoHandshakeTimeout);
+    timer_.expires_after(handshake_timeout_);
     timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (!ec && !self->established_) {
         self->timed_out_ = true;
@@ -200,6 +206,7 @@ class TlsEchoConnection : public std::enable_shared_from_this<TlsEchoConnection>
 
   ssl::stream<asio::ip::tcp::socket> stream_;
   asio::steady_timer timer_;
+  std::chrono::milliseconds handshake_timeout_;
   WorkerCounters& counters_;
   Registry& registry_;
   asio::ip::tcp::endpoint peer_;
@@ -285,7 +292,10 @@ int run_echo_server(const EchoServerOptions& o) {
     if (o.cert.empty() || o.key.empty()) throw std::runtime_error("--proto tls needs --cert and --key (scripts/make-test-certs.sh makes a throw-away pair)");
     tls_context = std::make_unique<ssl::context>(net::make_tls_server_context(o.cert, o.key));
     server.listen([&](std::size_t w, asio::ip::tcp::socket s) {
-      std::make_shared<TlsEchoConnection>(std::move(s), *tls_context, counters[w], tls_live[w])->start();
+      std::make_shared<TlsEchoConnection>(
+          std::move(s), *tls_context,
+          std::chrono::milliseconds(static_cast<std::int64_t>(o.handshake_timeout_s * 1000)), counters[w], tls_live[w])
+          ->start();
     });
     port = server.port();
   } else {
@@ -373,6 +383,10 @@ Runner add_echo_server_command(CLI::App& app) {
   cmd->add_flag("--busy-poll", o->busy_poll, "Worker loops spin instead of sleeping in the kernel (a CPU each)");
   cmd->add_option("--cert", o->cert, "TLS: certificate chain (PEM)")->check(CLI::ExistingFile);
   cmd->add_option("--key", o->key, "TLS: private key (PEM)")->check(CLI::ExistingFile);
+  cmd->add_option("--handshake-timeout", o->handshake_timeout_s,
+                  "TLS: seconds a client has to finish its handshake; then it is closed and counted as a failed handshake")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 3600.0));
   cmd->add_flag("--json", o->json, "Print the final totals as JSON on stdout");
   cmd->add_flag("!--no-progress", o->progress, "No progress line each second on stderr");
   return [o] { return run_echo_server(*o); };
