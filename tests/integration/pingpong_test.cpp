@@ -36,11 +36,12 @@ long long ms_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
 }
 
-TEST(PingPongServer, DisconnectsASilentPeerWithinIntervalTimesMissesPlusOne) {
+TEST(PingPongServer, DisconnectsASilentPeerAfterIntervalTimesMisses) {
   TempDir dir;
   RunningPingPongServer server(dir, {"--heartbeat-ms", "200", "--heartbeat-misses", "2"});
-  RawClient client(server.port());
+  // Before the connection exists: the server's session cannot start earlier.
   const auto start = Clock::now();
+  RawClient client(server.port());
   // The server's heartbeats arrive while it waits for ours, then the connection ends.
   std::size_t heartbeat_bytes = 0;
   for (;;) {
@@ -51,8 +52,11 @@ TEST(PingPongServer, DisconnectsASilentPeerWithinIntervalTimesMissesPlusOne) {
   const auto elapsed = ms_since(start);
   EXPECT_GE(heartbeat_bytes, checked::kHeaderSize);
   EXPECT_EQ(heartbeat_bytes % checked::kHeaderSize, 0u);
-  EXPECT_GE(elapsed, 380);  // not before interval x misses
-  EXPECT_LE(elapsed, 600);  // interval x (misses + 1)
+  // Not before interval x misses; the exact moment is the session policy's,
+  // tested on a virtual clock (SessionPolicy.*), so the upper bound here only
+  // says "it happened", on a machine that may be busy.
+  EXPECT_GE(elapsed, 395);
+  EXPECT_LE(elapsed, 2000);
   const auto report = server.stop();
   EXPECT_EQ(json_u64(report.at("closes").as_object(), "heartbeat timeout"), 1u);
   EXPECT_NE(server.process().stderr_text().find("heartbeat timeout"), std::string::npos);

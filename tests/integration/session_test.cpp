@@ -96,7 +96,7 @@ net::ReconnectingClientOptions client_options(std::uint16_t port) {
 
 std::span<const std::byte> bytes_of(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
 
-TEST(Session, ClientDetectsASilentServerWithinIntervalTimesMissesPlusOne) {
+TEST(Session, ClientDetectsASilentServerAfterIntervalTimesMisses) {
   SilentPeer server;
   asio::io_context loop;
   auto o = client_options(server.port());
@@ -120,8 +120,8 @@ TEST(Session, ClientDetectsASilentServerWithinIntervalTimesMissesPlusOne) {
   client.stop();
   EXPECT_EQ(reason.kind, net::CloseReason::Kind::heartbeat_timeout) << reason.detail;
   const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(disconnected_at - connected_at).count();
-  EXPECT_GE(elapsed, 390);
-  EXPECT_LE(elapsed, 600);
+  EXPECT_GE(elapsed, 390);   // interval x misses after the session opened
+  EXPECT_LE(elapsed, 2000);  // the exact moment is tested on a virtual clock (SessionPolicy.*)
 }
 
 TEST(Session, HeartbeatsKeepAnIdleSessionAliveBothWays) {
@@ -285,13 +285,13 @@ TEST(Session, SlowConsumerIsDisconnected) {
   options.heartbeat_interval = 0ms;
   options.high_water = 128 * 1024;
   options.slow_consumer_timeout = 300ms;
+  const auto start = Clock::now();  // congestion begins after this
   const auto connection = start_congested(loop, reader, options, events);
   ASSERT_TRUE(connection);
-  const auto start = Clock::now();
   ASSERT_TRUE(run_until(loop, [&] { return events.closed.has_value(); }, 5s));
   EXPECT_EQ(events.closed->kind, net::CloseReason::Kind::slow_consumer);
   EXPECT_GT(events.closed->unsent_bytes, 0u);  // reported, not silently dropped
-  EXPECT_GE(Clock::now() - start, 250ms);
+  EXPECT_GE(Clock::now() - start, 300ms);
 }
 
 // A server that pauses its input while its output is congested stops hearing

@@ -2,7 +2,9 @@
 // A message session on one TCP connection, for any framing (SessionCodec):
 // heartbeats and the liveness check, an idle timeout, a high-water mark on
 // queued outgoing bytes with a slow-consumer policy, and a policy for protocol
-// errors. It is the connection's StreamHandler and lives on the connection's loop.
+// errors. It is the connection's StreamHandler and lives on the connection's
+// loop. The timing decisions are session::SessionPolicy's (their exact rules
+// are written there); the session feeds it events and runs one timer for it.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -15,17 +17,20 @@
 
 #include <volley/net/session_codec.hpp>
 #include <volley/net/tcp_connection.hpp>
+#include <volley/session/policy.hpp>
 
 namespace volley::net {
 
 struct SessionOptions {
   enum class OnProtocolError { drop, close };
 
-  // A heartbeat goes out when nothing else was sent for an interval; a peer
-  // silent (no bytes at all) for interval x misses is gone. Zero turns both off.
+  // A heartbeat goes out when nothing else was sent for half an interval to an
+  // interval; a peer silent (no bytes at all) for interval x misses is gone.
+  // Zero turns both off.
   std::chrono::milliseconds heartbeat_interval{5000};
   unsigned heartbeat_misses = 3;
-  // No message (heartbeats do not count) either way for this long closes the session. Zero: never.
+  // No message (heartbeats do not count) either way for this long (up to a
+  // quarter more) closes the session. Zero: never.
   std::chrono::milliseconds idle_timeout{0};
   // Queued outgoing bytes at which sends are refused and the sender told; they
   // are taken again once the queue drains to low_water (0: half of high_water).
@@ -117,10 +122,11 @@ class Session final : public StreamHandler {
 
  private:
   void decode_buffered();
-  void arm_liveness(Clock::time_point deadline);
-  void arm_heartbeat();
-  void arm_idle();
   void enter_congestion();
+  // Sleeps until the policy's next deadline (only ever moved earlier here: a
+  // timer that fires early polls, finds nothing due and sleeps again).
+  void arm_timer();
+  void on_timer();
 
   std::unique_ptr<SessionCodec> codec_;
   SessionOptions options_;
@@ -129,14 +135,9 @@ class Session final : public StreamHandler {
   TcpConnection* connection_ = nullptr;
   SessionStats stats_;
 
-  std::optional<boost::asio::steady_timer> heartbeat_timer_;
-  std::optional<boost::asio::steady_timer> liveness_timer_;
-  std::optional<boost::asio::steady_timer> idle_timer_;
-  std::optional<boost::asio::steady_timer> slow_timer_;
-  Clock::time_point last_received_{};
-  Clock::time_point last_activity_{};
-  bool sent_since_heartbeat_ = false;
-  bool message_activity_ = false;
+  session::SessionPolicy policy_;
+  std::optional<boost::asio::steady_timer> timer_;
+  Clock::time_point timer_at_ = Clock::time_point::max();
   bool congested_ = false;
   bool input_paused_ = false;
 };

@@ -16,8 +16,17 @@ const char* to_string(SendResult r) noexcept {
   return "?";
 }
 
+namespace {
+session::PolicyOptions policy_options(const SessionOptions& o) noexcept {
+  return {.heartbeat_interval = o.heartbeat_interval,
+          .heartbeat_misses = o.heartbeat_misses,
+          .idle_timeout = o.idle_timeout,
+          .slow_consumer_timeout = o.slow_consumer_timeout};
+}
+}  // namespace
+
 Session::Session(std::unique_ptr<SessionCodec> codec, const SessionOptions& options, SessionEvents& events)
-    : codec_(std::move(codec)), options_(options), events_(&events) {
+    : codec_(std::move(codec)), options_(options), events_(&events), policy_(policy_options(options)) {
   if (options_.low_water == 0 || options_.low_water > options_.high_water) options_.low_water = options_.high_water / 2;
 }
 
@@ -29,19 +38,11 @@ Session::Session(std::unique_ptr<SessionCodec> codec, const SessionOptions& opti
 
 void Session::on_open(TcpConnection& connection) {
   connection_ = &connection;
-  const auto now = Clock::now();
-  last_received_ = last_activity_ = now;
-  if (options_.heartbeat_interval.count() > 0) {
-    heartbeat_timer_.emplace(connection.get_executor());
-    liveness_timer_.emplace(connection.get_executor());
-    arm_heartbeat();
-    arm_liveness(now + options_.heartbeat_interval * options_.heartbeat_misses);
+  policy_.start(Clock::now());
+  if (policy_.next_deadline() != Clock::time_point::max() || options_.slow_consumer_timeout.count() > 0) {
+    timer_.emplace(connection.get_executor());
+    arm_timer();
   }
-  if (options_.idle_timeout.count() > 0) {
-    idle_timer_.emplace(connection.get_executor());
-    arm_idle();
-  }
-  if (options_.slow_consumer_timeout.count() > 0) slow_timer_.emplace(connection.get_executor());
   events_->on_open(*this);
 }
 
@@ -63,8 +64,7 @@ SendResult Session::send(std::span<const std::byte> payload) {
   }
   connection_->send(std::span<const std::byte>(header.data(), header_size), payload);
   ++stats_.messages_out;
-  sent_since_heartbeat_ = true;
-  message_activity_ = true;
+  policy_.message_sent();
   if (connection_->queued_bytes() >= options_.high_water) enter_congestion();
   return SendResult::sent;
 }
@@ -76,28 +76,21 @@ void Session::close(CloseReason reason) {
 void Session::enter_congestion() {
   congested_ = true;
   ++stats_.high_water_events;
-  if (slow_timer_) {
-    slow_timer_->expires_after(options_.slow_consumer_timeout);
-    slow_timer_->async_wait([this, keep = connection_->shared_from_this()](const boost::system::error_code& ec) {
-      if (ec || !congested_ || connection_->closed()) return;
-      connection_->abort({CloseReason::Kind::slow_consumer,
-                          fmt::format("over {} queued bytes for {} ms", options_.high_water,
-                                      options_.slow_consumer_timeout.count())});
-    });
-  }
+  policy_.congested(Clock::now());
+  arm_timer();
   events_->on_backpressure(*this, true);
 }
 
 void Session::on_written(TcpConnection& connection, std::size_t /*bytes*/) {
   if (!congested_ || connection.queued_bytes() > options_.low_water) return;
   congested_ = false;
-  if (slow_timer_) slow_timer_->cancel();
+  policy_.drained();
   events_->on_backpressure(*this, false);
 }
 
 void Session::on_data(TcpConnection& /*connection*/, std::size_t n) {
   codec_->commit(n);
-  if (liveness_timer_) last_received_ = Clock::now();
+  if (policy_.hears_peer()) policy_.bytes_received(Clock::now());
   decode_buffered();
 }
 
@@ -108,7 +101,7 @@ void Session::decode_buffered() {
       case Inbound::Kind::need_more: return;
       case Inbound::Kind::message:
         ++stats_.messages_in;
-        message_activity_ = true;
+        policy_.message_received();
         events_->on_message(*this, in.payload);
         break;
       case Inbound::Kind::heartbeat: ++stats_.heartbeats_in; break;
@@ -132,12 +125,16 @@ void Session::decode_buffered() {
 
 void Session::pause_input() {
   input_paused_ = true;
+  // Not reading, we cannot hear the peer: the liveness check waits for us.
+  policy_.input_paused();
   if (connection_ != nullptr) connection_->pause_reading();
 }
 
 void Session::resume_input() {
   if (!input_paused_ || connection_ == nullptr || !connection_->open()) return;
   input_paused_ = false;
+  policy_.input_resumed(Clock::now());
+  arm_timer();
   {
     const TcpConnection::Corked corked(*connection_);  // replies to the buffered frames leave together
     decode_buffered();
@@ -145,62 +142,43 @@ void Session::resume_input() {
   if (!input_paused_ && connection_->open()) connection_->resume_reading();
 }
 
-void Session::arm_heartbeat() {
-  // Ticks at half the interval: a tick that finds nothing sent since the last
-  // one sends a heartbeat, so the peer never waits longer than an interval.
-  heartbeat_timer_->expires_after(options_.heartbeat_interval / 2);
-  heartbeat_timer_->async_wait([this, keep = connection_->shared_from_this()](const boost::system::error_code& ec) {
-    if (ec || !connection_->open()) return;
-    if (sent_since_heartbeat_) {
-      sent_since_heartbeat_ = false;
-    } else {
-      // A queue that is still draining reaches the peer anyway; a heartbeat behind it adds nothing.
-      if (connection_->queued_bytes() == 0 && connection_->send(codec_->heartbeat())) ++stats_.heartbeats_out;
-      sent_since_heartbeat_ = true;
-    }
-    arm_heartbeat();
+void Session::arm_timer() {
+  if (!timer_) return;
+  const auto next = policy_.next_deadline();
+  if (next >= timer_at_) return;
+  timer_at_ = next;
+  timer_->expires_at(next);
+  timer_->async_wait([this, keep = connection_->shared_from_this()](const boost::system::error_code& ec) {
+    if (ec != boost::asio::error::operation_aborted) on_timer();
   });
 }
 
-void Session::arm_liveness(Clock::time_point deadline) {
-  liveness_timer_->expires_at(deadline);
-  liveness_timer_->async_wait([this, keep = connection_->shared_from_this()](const boost::system::error_code& ec) {
-    // A closing connection is bounded by its linger time, not by heartbeats.
-    if (ec || !connection_->open()) return;
-    const auto limit = options_.heartbeat_interval * options_.heartbeat_misses;
-    // While our input is paused we do not read, so we cannot hear the peer:
-    // that silence is ours, not its (a congested peer meets the slow-consumer
-    // deadline instead). The peer gets a whole limit once reading resumes.
-    if (input_paused_) last_received_ = Clock::now();
-    const auto next = last_received_ + limit;
-    if (Clock::now() < next) return arm_liveness(next);
-    // The peer is gone (or hung): nothing queued can reach it, so no flush.
-    connection_->abort({CloseReason::Kind::heartbeat_timeout,
-                        fmt::format("nothing received for {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                                       Clock::now() - last_received_)
-                                                                       .count())});
-  });
-}
-
-void Session::arm_idle() {
-  idle_timer_->expires_after(options_.idle_timeout / 4);
-  idle_timer_->async_wait([this, keep = connection_->shared_from_this()](const boost::system::error_code& ec) {
-    if (ec || !connection_->open()) return;
-    const auto now = Clock::now();
-    if (message_activity_) {
-      message_activity_ = false;
-      last_activity_ = now;
-    } else if (now - last_activity_ >= options_.idle_timeout) {
-      return connection_->close({CloseReason::Kind::idle_timeout,
-                                 fmt::format("no message for {} ms", options_.idle_timeout.count())});
-    }
-    arm_idle();
-  });
+void Session::on_timer() {
+  timer_at_ = Clock::time_point::max();
+  // A closing connection is bounded by its linger time, not by this policy.
+  if (!connection_->open()) return;
+  const session::Decision d = policy_.poll(Clock::now(), connection_->queued_bytes() == 0);
+  if (d.send_heartbeat && connection_->send(codec_->heartbeat())) ++stats_.heartbeats_out;
+  switch (d.end) {
+    case session::End::none: break;
+    case session::End::peer_silent:
+      // The peer is gone (or hung): nothing queued can reach it, so no flush.
+      return connection_->abort(
+          {CloseReason::Kind::heartbeat_timeout, fmt::format("nothing received for {} ms", d.silent_for.count())});
+    case session::End::idle:
+      return connection_->close(
+          {CloseReason::Kind::idle_timeout, fmt::format("no message for {} ms", options_.idle_timeout.count())});
+    case session::End::slow_consumer:
+      return connection_->abort({CloseReason::Kind::slow_consumer,
+                                 fmt::format("over {} queued bytes for {} ms", options_.high_water,
+                                             options_.slow_consumer_timeout.count())});
+  }
+  arm_timer();
 }
 
 void Session::on_close(TcpConnection& /*connection*/, const CloseReason& reason) {
-  for (auto* timer : {&heartbeat_timer_, &liveness_timer_, &idle_timer_, &slow_timer_})
-    if (*timer) (*timer)->cancel();
+  if (timer_) timer_->cancel();
+  timer_at_ = Clock::time_point::max();
   events_->on_close(*this, reason);
 }
 
