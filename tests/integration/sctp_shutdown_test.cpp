@@ -121,7 +121,8 @@ TEST_P(SctpShutdown, BothEndsFinishWithEverythingDeliveredWhenAHandshakePacketIs
                     dir.file("send"));
   // Bounds far above what each end waits for the lost packet (a retransmission
   // timeout of 1 s, the 3 s the responder waits for a quiet peer).
-  ASSERT_EQ(send.wait_for(60s).value_or(-1), 0) << send.stdout_text() << send.stderr_text();
+  ASSERT_EQ(send.wait_for(60s).value_or(-1), 0) << send.stdout_text() << send.stderr_text() << "\nreceiver so far:\n"
+                                                 << recv.stdout_text() << recv.stderr_text();
   ASSERT_EQ(recv.wait_for(30s).value_or(-1), 0) << recv.stdout_text() << recv.stderr_text();
   EXPECT_EQ(relay.dropped(), c.drop_up + c.drop_down);  // the loss this case is about happened
   EXPECT_GE(relay.seen(kShutdown), 1);

@@ -23,7 +23,9 @@
 #include <volley/net/server.hpp>
 
 #include "child_process.hpp"
+#include "links.hpp"
 #include "listening_server.hpp"
+#include "run_until.hpp"
 #include "server_thread.hpp"
 
 namespace volley::test {
@@ -33,15 +35,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 namespace asio = boost::asio;
 
-// Runs `loop` on this thread until `done` holds or `timeout` passes.
-bool run_until(asio::io_context& loop, const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (!done() && Clock::now() < deadline) {
-    if (loop.stopped()) loop.restart();
-    loop.run_for(5ms);
-  }
-  return done();
-}
 
 // A loopback listener that accepts (in the kernel) and then does nothing: never
 // sends, and never reads unless told to.
@@ -124,11 +117,21 @@ TEST(Session, ClientDetectsASilentServerAfterIntervalTimesMisses) {
   EXPECT_LE(elapsed, 2000);  // the exact moment is tested on a virtual clock (SessionPolicy.*)
 }
 
-TEST(Session, HeartbeatsKeepAnIdleSessionAliveBothWays) {
+// The tests below run over plain TCP and over TLS alike.
+class SessionOver : public testing::TestWithParam<Link> {};
+INSTANTIATE_TEST_SUITE_P(Links, SessionOver, testing::Values(Link::tcp, Link::tls), link_name);
+
+std::vector<std::string> with_link(std::vector<std::string> args, Link link) {
+  for (auto& f : server_flags(link)) args.push_back(f);
+  return args;
+}
+
+TEST_P(SessionOver, HeartbeatsKeepAnIdleSessionAliveBothWays) {
   TempDir dir;
-  RunningPingPongServer server(dir, {"--heartbeat-ms", "100", "--heartbeat-misses", "2"});
+  RunningPingPongServer server(dir, with_link({"--heartbeat-ms", "100", "--heartbeat-misses", "2"}, GetParam()));
   asio::io_context loop;
   auto o = client_options(static_cast<std::uint16_t>(server.port()));
+  o.make_transport = client_transport(GetParam());
   o.session.heartbeat_interval = 100ms;
   o.session.heartbeat_misses = 2;
   int disconnects = 0;
@@ -149,12 +152,13 @@ TEST(Session, HeartbeatsKeepAnIdleSessionAliveBothWays) {
   EXPECT_EQ(json_u64(report.at("closes").as_object(), "heartbeat timeout"), 0u);
 }
 
-TEST(Session, ReconnectsAndDeliversTheOutboxExactlyOnceInOrder) {
+TEST_P(SessionOver, ReconnectsAndDeliversTheOutboxExactlyOnceInOrder) {
   TempDir dir;
-  auto server = std::make_unique<RunningPingPongServer>(dir, std::vector<std::string>{}, 0, "server-1");
+  auto server = std::make_unique<RunningPingPongServer>(dir, with_link({}, GetParam()), 0, "server-1");
   const int port = server->port();
   asio::io_context loop;
   auto o = client_options(static_cast<std::uint16_t>(port));
+  o.make_transport = client_transport(GetParam());
   o.outbox_messages = 300;
   int connects = 0, disconnects = 0, failures = 0;
   std::vector<std::string> echoes;
@@ -180,7 +184,7 @@ TEST(Session, ReconnectsAndDeliversTheOutboxExactlyOnceInOrder) {
   run_until(loop, [&] { return failures >= 2; }, 5s);  // it keeps trying, backing off
   EXPECT_GE(failures, 2);
 
-  server = std::make_unique<RunningPingPongServer>(dir, std::vector<std::string>{}, port, "server-2");
+  server = std::make_unique<RunningPingPongServer>(dir, with_link({}, GetParam()), port, "server-2");
   ASSERT_EQ(server->port(), port);
   ASSERT_TRUE(run_until(loop, [&] { return echoes.size() >= 310; }, 10s)) << echoes.size();
   run_until(loop, [] { return false; }, 200ms);  // anything extra would show up now

@@ -109,6 +109,7 @@ class SctpTransport final : public MessageTransport {
                                          {"datagrams_received", s.datagrams_received},
                                          {"bytes_sent", s.bytes_sent},
                                          {"retransmitted_chunks", s.retransmissions},
+                                         {"shutdown_aborts", s.shutdown_aborts},
                                          {"foreign_datagrams", s.foreign_datagrams}}},
             {"kernel_drops", channel_.kernel_drops()}};
   }

@@ -4,22 +4,17 @@
 
 #include <deque>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/ssl/stream.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/json.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <volley/metrics/counter.hpp>
 #include <volley/net/server.hpp>
-#include <volley/net/tls.hpp>
 #include <volley/net/udp_batch.hpp>
 #include <volley/net/udp_drops.hpp>
 
@@ -28,12 +23,12 @@
 #include "json_output.hpp"
 #include "listening.hpp"
 #include "progress_timer.hpp"
+#include "tls_flags.hpp"
 
 namespace volley::tools {
 namespace {
 
 namespace asio = boost::asio;
-namespace ssl = asio::ssl;
 using metrics::SingleWriterCounter;
 
 struct EchoServerOptions {
@@ -43,9 +38,7 @@ struct EchoServerOptions {
   bool busy_poll = false;
   bool json = false;
   bool progress = true;
-  std::string cert;
-  std::string key;
-  double handshake_timeout_s = 5;  // TLS: a client that has not finished its handshake by then is closed
+  TlsServerFlags tls;  // --proto tls sets tls.tls
 };
 
 // Written by one worker loop, read by the reporter.
@@ -54,7 +47,6 @@ struct WorkerCounters {
   SingleWriterCounter bytes;
   SingleWriterCounter datagrams;
   SingleWriterCounter errors;
-  SingleWriterCounter handshake_failures;
 };
 
 constexpr std::size_t kReadSize = 64 * 1024;
@@ -64,7 +56,9 @@ constexpr std::size_t kHighWater = 4 * 1024 * 1024;
 // back as borrowed bytes and reused once the write that carried it finished.
 class TcpEchoHandler final : public net::StreamHandler {
  public:
-  explicit TcpEchoHandler(WorkerCounters& counters) : counters_(counters) { counters_.connections.add(); }
+  explicit TcpEchoHandler(WorkerCounters& counters) : counters_(counters) {}
+
+  void on_open(net::TcpConnection&) override { counters_.connections.add(); }
 
   std::span<std::byte> read_buffer() override {
     if (!current_) current_ = take_buffer();
@@ -92,7 +86,10 @@ class TcpEchoHandler final : public net::StreamHandler {
   }
 
   void on_close(net::TcpConnection& c, const net::CloseReason& reason) override {
-    if (reason.kind == net::CloseReason::Kind::io_error) {
+    if (reason.kind == net::CloseReason::Kind::handshake_failed) {
+      spdlog::warn("{}:{}: TLS handshake failed: {}", c.remote_endpoint().address().to_string(),
+                   c.remote_endpoint().port(), reason.detail);
+    } else if (reason.kind == net::CloseReason::Kind::io_error) {
       counters_.errors.add();
       spdlog::debug("{}: {}", c.remote_endpoint().address().to_string(), reason.detail);
     }
@@ -115,109 +112,6 @@ class TcpEchoHandler final : public net::StreamHandler {
   std::deque<Filled> in_write_;
   std::vector<std::unique_ptr<std::byte[]>> free_;
   std::size_t queued_bytes_ = 0;
-};
-
-// One TLS connection: handshake under a deadline, then read, write back, read.
-class TlsEchoConnection : public std::enable_shared_from_this<TlsEchoConnection> {
- public:
-  using Registry = std::unordered_map<TlsEchoConnection*, std::weak_ptr<TlsEchoConnection>>;
-
-  TlsEchoConnection(asio::ip::tcp::socket socket, ssl::context& context, std::chrono::milliseconds handshake_timeout,
-                    WorkerCounters& counters, Registry& registry)
-      : stream_(std::move(socket), context),
-        timer_(stream_.get_executor()),
-        handshake_timeout_(handshake_timeout),
-        counters_(counters),
-        registry_(registry) {
-    boost::system::error_code ec;
-    peer_ = stream_.lowest_layer().remote_endpoint(ec);
-    stream_.lowest_layer().set_option(asio::ip::tcp::no_delay(true), ec);
-  }
-
-  void start() {
-    registry_.emplace(this, weak_from_this());
-    timer_.expires_after(handshake_timeout_);
-    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec && !self->established_) {
-        self->timed_out_ = true;
-        self->close();
-      }
-    });
-    stream_.async_handshake(ssl::stream_base::server, [self = shared_from_this()](const boost::system::error_code& ec) {
-      self->timer_.cancel();
-      if (ec) {
-        self->counters_.handshake_failures.add();
-        spdlog::warn("{}:{}: TLS handshake failed: {}", self->peer_.address().to_string(), self->peer_.port(),
-                     self->timed_out_ ? "timed out" : ec.message());
-        return self->close();
-      }
-      self->established_ = true;
-      self->counters_.connections.add();
-      self->read();
-    });
-  }
-
-  void close() {
-    closed_ = true;
-    boost::system::error_code ignored;
-    stream_.lowest_layer().close(ignored);
-    registry_.erase(this);
-  }
-
- private:
-  // Reads and writes overlap: what arrives while a write is out waits in
-  // pending_ and goes in the next write, so neither direction idles.
-  void read() {
-    if (closed_ || reading_ || pending_.size() >= kHighWater) return;
-    reading_ = true;
-    stream_.async_read_some(asio::buffer(buffer_.get(), kReadSize),
-                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
-                              self->reading_ = false;
-                              if (ec) return self->finish(ec);
-                              self->counters_.bytes.add(n);
-                              self->pending_.insert(self->pending_.end(), self->buffer_.get(), self->buffer_.get() + n);
-                              self->write();
-                              self->read();
-                            });
-  }
-
-  void write() {
-    if (closed_ || writing_ || pending_.empty()) return;
-    writing_ = true;
-    std::swap(pending_, in_flight_);
-    asio::async_write(stream_, asio::buffer(in_flight_),
-                      [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
-                        self->writing_ = false;
-                        self->in_flight_.clear();
-                        if (ec) return self->finish(ec);
-                        self->write();
-                        self->read();  // resumes a read held back by a full pending_
-                      });
-  }
-
-  void finish(const boost::system::error_code& ec) {
-    // A peer that just closes without close_notify is common and harmless for an echo.
-    if (ec != asio::error::eof && ec != ssl::error::stream_truncated && ec != asio::error::operation_aborted) {
-      counters_.errors.add();
-      spdlog::debug("{}:{}: {}", peer_.address().to_string(), peer_.port(), ec.message());
-    }
-    close();
-  }
-
-  ssl::stream<asio::ip::tcp::socket> stream_;
-  asio::steady_timer timer_;
-  std::chrono::milliseconds handshake_timeout_;
-  WorkerCounters& counters_;
-  Registry& registry_;
-  asio::ip::tcp::endpoint peer_;
-  std::unique_ptr<std::byte[]> buffer_ = std::make_unique_for_overwrite<std::byte[]>(kReadSize);
-  std::vector<std::byte> pending_;
-  std::vector<std::byte> in_flight_;
-  bool established_ = false;
-  bool timed_out_ = false;
-  bool reading_ = false;
-  bool writing_ = false;
-  bool closed_ = false;
 };
 
 // One UDP socket per worker on the same port (SO_REUSEPORT spreads peers over
@@ -273,12 +167,15 @@ class UdpEchoWorker {
 
 int run_echo_server(const EchoServerOptions& o) {
   raise_file_limit();
-  net::Server server(server_options(o.listen, o.threads, o.busy_poll));
+  net::ServerOptions server_opts = server_options(o.listen, o.threads, o.busy_poll);
+  // TLS runs under the same connection as TCP: same echo handler, limits and shutdown.
+  TlsServerFlags tls = o.tls;
+  tls.tls = o.proto == EchoProto::tls;
+  apply_tls(server_opts, tls);
+  net::Server server(server_opts);
   auto& workers = server.workers();
   std::vector<WorkerCounters> counters(workers.size());
 
-  std::unique_ptr<ssl::context> tls_context;
-  std::vector<TlsEchoConnection::Registry> tls_live(workers.size());
   std::vector<std::unique_ptr<UdpEchoWorker>> udp;
   std::uint16_t port = 0;
   if (o.proto == EchoProto::udp) {
@@ -288,16 +185,6 @@ int run_echo_server(const EchoServerOptions& o) {
       endpoint = udp.front()->local_endpoint();  // port 0: the others join the first one's port
     }
     port = endpoint.port();
-  } else if (o.proto == EchoProto::tls) {
-    if (o.cert.empty() || o.key.empty()) throw std::runtime_error("--proto tls needs --cert and --key (scripts/make-test-certs.sh makes a throw-away pair)");
-    tls_context = std::make_unique<ssl::context>(net::make_tls_server_context(o.cert, o.key));
-    server.listen([&](std::size_t w, asio::ip::tcp::socket s) {
-      std::make_shared<TlsEchoConnection>(
-          std::move(s), *tls_context,
-          std::chrono::milliseconds(static_cast<std::int64_t>(o.handshake_timeout_s * 1000)), counters[w], tls_live[w])
-          ->start();
-    });
-    port = server.port();
   } else {
     server.listen([&](std::size_t w) -> std::unique_ptr<net::StreamHandler> {
       return std::make_unique<TcpEchoHandler>(counters[w]);
@@ -312,8 +199,8 @@ int run_echo_server(const EchoServerOptions& o) {
       t.bytes += c.bytes.load();
       t.datagrams += c.datagrams.load();
       t.errors += c.errors.load();
-      t.handshake_failures += c.handshake_failures.load();
     }
+    t.handshake_failures = server.handshake_failures();
     return t;
   };
   const auto start = Clock::now();
@@ -332,19 +219,11 @@ int run_echo_server(const EchoServerOptions& o) {
                  workers.size(), o.busy_poll ? ", busy-poll" : "");
     if (o.progress) progress.start();
   });
-  // The UDP sockets and TLS connections are the echo server's own; the Server
-  // closes the plain TCP connections itself.
+  // The UDP sockets are the echo server's own; the Server closes the TCP and TLS connections itself.
   server.on_stop([&] {
     progress.stop();
-    for (std::size_t w = 0; w < workers.size(); ++w) {
-      asio::post(workers.loop(w), [&, w] {
-        if (!udp.empty()) udp[w]->stop();
-        std::vector<std::shared_ptr<TlsEchoConnection>> live;
-        for (auto& [ptr, weak] : tls_live[w])
-          if (auto c = weak.lock()) live.push_back(std::move(c));
-        for (auto& c : live) c->close();
-      });
-    }
+    for (std::size_t w = 0; w < workers.size() && !udp.empty(); ++w)
+      asio::post(workers.loop(w), [&, w] { udp[w]->stop(); });
   });
   server.run();
 
@@ -381,9 +260,11 @@ Runner add_echo_server_command(CLI::App& app) {
   add_listen_flags(*cmd, o->listen);
   cmd->add_option("-t,--threads", o->threads, "Worker loops (threads)")->check(CLI::Range(1, 256))->capture_default_str();
   cmd->add_flag("--busy-poll", o->busy_poll, "Worker loops spin instead of sleeping in the kernel (a CPU each)");
-  cmd->add_option("--cert", o->cert, "TLS: certificate chain (PEM)")->check(CLI::ExistingFile);
-  cmd->add_option("--key", o->key, "TLS: private key (PEM)")->check(CLI::ExistingFile);
-  cmd->add_option("--handshake-timeout", o->handshake_timeout_s,
+  cmd->add_option("--cert", o->tls.cert, "TLS: certificate chain (PEM)")->check(CLI::ExistingFile);
+  cmd->add_option("--key", o->tls.key, "TLS: private key (PEM)")->check(CLI::ExistingFile);
+  cmd->add_option("--client-ca", o->tls.client_ca, "TLS: require a client certificate signed by this CA (mutual TLS)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--handshake-timeout", o->tls.handshake_timeout_s,
                   "TLS: seconds a client has to finish its handshake; then it is closed and counted as a failed handshake")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 3600.0));

@@ -16,6 +16,7 @@
 #include "commands.hpp"
 #include "gen_connection.hpp"
 #include "json_output.hpp"
+#include "tls_flags.hpp"
 
 namespace volley::tools {
 namespace {
@@ -34,6 +35,7 @@ struct GenOptions {
   bool allow_invalid = false;
   bool json = false;
   bool progress = true;
+  TlsClientFlags tls;
 };
 
 // Replies from the target reach the connection through the gNB decoder.
@@ -44,6 +46,7 @@ class GenConsumer {
   void on_rejected(net::TcpConnection&, const wire::gnb::DecodeResult&) { gen_.on_bad_input(); }
   void on_failed(net::TcpConnection&, const wire::gnb::DecodeResult&) { gen_.on_bad_input(); }
   void on_written(net::TcpConnection&, std::size_t bytes) { gen_.on_written(bytes); }
+  void on_open(net::TcpConnection&) { gen_.on_opened(); }
   void on_close(net::TcpConnection&, const net::CloseReason& reason, std::size_t) { gen_.on_closed(reason); }
 
  private:
@@ -204,6 +207,9 @@ int run_gen(const GenOptions& o) {
 
   const std::size_t threads =
       o.threads ? o.threads : std::min<std::size_t>(o.connections, std::max(1u, std::thread::hardware_concurrency()));
+  const TransportFactory transport = tls_client_transport(o.tls, o.host);
+  net::ConnectionLimits limits;
+  limits.handshake_timeout = std::chrono::seconds(5);
   net::LoopPool loops(threads);
   std::vector<std::unique_ptr<GenConnection>> gens;
   std::vector<std::shared_ptr<net::TcpConnection>> connections;
@@ -217,7 +223,8 @@ int run_gen(const GenOptions& o) {
     }
     gens.push_back(std::make_unique<GenConnection>(config, i, loop));
     connections.push_back(std::make_shared<net::TcpConnection>(
-        std::move(socket), std::make_unique<net::GnbStreamHandler<GenConsumer>>(*gens.back())));
+        std::move(socket), std::make_unique<net::GnbStreamHandler<GenConsumer>>(*gens.back()), limits,
+        transport ? transport() : nullptr));
   }
 
   asio::io_context main_loop(1);
@@ -303,6 +310,7 @@ Runner add_gen_options(CLI::App& app) {
                "Send unknown types and out-of-limit sizes on purpose (robustness testing)");
   app.add_flag("--json", o->json, "Print the final report as JSON on stdout");
   app.add_flag("!--no-progress", o->progress, "Do not print a progress line each second on stderr");
+  add_tls_client_flags(app, o->tls);
   return [o] { return run_gen(*o); };
 }
 

@@ -38,12 +38,15 @@ std::int64_t GenConnection::now_ns() {
 void GenConnection::start(std::shared_ptr<net::TcpConnection> connection, std::function<void()> on_done) {
   connection_ = std::move(connection);
   on_done_ = std::move(on_done);
+  connection_->start();  // on_opened() follows, at once for plain TCP, after the handshake for TLS
+}
+
+void GenConnection::on_opened() {
   started_ = std::chrono::steady_clock::now();
   stop_timer_.expires_after(config_.duration);
   stop_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) stop();
   });
-  connection_->start();
   if (config_.rate_per_connection > 0) {
     send_paced();
   } else {

@@ -55,6 +55,8 @@ class GenConnection {
   void on_bad_input() { results_.protocol_errors += 1; }
   void on_written(std::size_t bytes);
   void on_closed(const net::CloseReason& reason);
+  // The connection is open (after its TLS handshake, if any): sending starts.
+  void on_opened();
 
   // Progress, readable from any thread.
   std::uint64_t frames_sent() const noexcept { return frames_sent_.load(); }

@@ -20,6 +20,7 @@
 #include "json_output.hpp"
 #include "pingpong_client.hpp"
 #include "session_options.hpp"
+#include "tls_flags.hpp"
 
 namespace volley::tools {
 namespace {
@@ -41,6 +42,7 @@ struct PingPongOptions {
   bool json = false;
   bool progress = true;
   SessionFlags session;
+  TlsClientFlags tls;
 };
 
 std::size_t capped(std::size_t count, std::size_t size, std::size_t max_bytes) {
@@ -73,6 +75,9 @@ int run_pingpong(const PingPongOptions& o) {
   const std::size_t clients = o.group == 3 ? o.clients : 1;
   net::LoopPool loops(std::min(o.threads, clients), o.busy_poll);
   const net::SessionOptions session_options = o.session.options();
+  const TransportFactory transport = tls_client_transport(o.tls, o.address);
+  net::ConnectionLimits limits;
+  limits.handshake_timeout = std::chrono::seconds(5);
 
   std::vector<std::unique_ptr<PingPongClient>> runners;
   std::vector<std::shared_ptr<net::TcpConnection>> connections;
@@ -102,10 +107,11 @@ int run_pingpong(const PingPongOptions& o) {
       return 1;
     }
     auto session = std::make_unique<net::Session>(o.session.make_codec(), session_options, *runners.back());
-    connections.push_back(std::make_shared<net::TcpConnection>(std::move(socket), std::move(session)));
+    connections.push_back(std::make_shared<net::TcpConnection>(std::move(socket), std::move(session), limits,
+                                                               transport ? transport() : nullptr));
   }
-  spdlog::info("group {}: {} client(s) on {} loop(s){} connected to {}:{}", o.group, clients, loops.size(),
-               o.busy_poll ? " (busy-poll)" : "", o.address, o.port);
+  spdlog::info("group {}: {} client(s) on {} loop(s){} connected to {}:{}{}", o.group, clients, loops.size(),
+               o.busy_poll ? " (busy-poll)" : "", o.address, o.port, transport ? " over TLS" : "");
   for (std::size_t i = 0; i < clients; ++i)
     asio::post(loops.loop(i % loops.size()), [c = connections[i]] { c->start(); });
   loops.start();
@@ -216,6 +222,7 @@ Runner add_pingpong_command(CLI::App& app) {
   cmd->add_flag("--json", o->json, "Print the results as JSON on stdout");
   cmd->add_flag("!--no-progress", o->progress, "No progress line per payload size on stderr");
   add_session_flags(*cmd, o->session);
+  add_tls_client_flags(*cmd, o->tls);
   return [o] {
     if (o->session.framing != "checked") {
       spdlog::error("volley pingpong sends arbitrary payloads: it needs --framing checked");

@@ -18,6 +18,7 @@
 #include "listening.hpp"
 #include "progress_timer.hpp"
 #include "session_options.hpp"
+#include "tls_flags.hpp"
 
 namespace volley::tools {
 namespace {
@@ -31,9 +32,10 @@ struct ServerOptions {
   bool json = false;
   bool progress = true;
   SessionFlags session;
+  TlsServerFlags tls;
 };
 
-constexpr std::size_t kCloseKinds = 8;
+constexpr std::size_t kCloseKinds = static_cast<std::size_t>(net::CloseReason::Kind::handshake_failed) + 1;
 
 // One per worker loop, touched only there; summed after the loops have stopped.
 struct WorkerTotals {
@@ -81,7 +83,7 @@ class EchoEvents final : public net::SessionEvents {
     const auto& st = s.stats();
     totals_.messages += st;
     ++totals_.closes[static_cast<std::size_t>(reason.kind)];
-    totals_.live_closed.add();
+    if (reason.kind != net::CloseReason::Kind::handshake_failed) totals_.live_closed.add();  // it never opened
     totals_.unsent_bytes += reason.unsent_bytes;
     spdlog::info("{}: closed: {}{}{} ({} messages in, {} protocol errors{})", peer_name(s), net::to_string(reason.kind),
                  reason.detail.empty() ? "" : ": ", reason.detail, st.messages_in, st.protocol_errors,
@@ -93,7 +95,9 @@ class EchoEvents final : public net::SessionEvents {
 };
 
 int run_server(const ServerOptions& o) {
-  net::Server server(server_options(o.listen, o.threads, o.busy_poll));
+  net::ServerOptions server_opts = server_options(o.listen, o.threads, o.busy_poll);
+  apply_tls(server_opts, o.tls);
+  net::Server server(server_opts);
   std::vector<WorkerTotals> totals(server.threads());
   const net::SessionOptions session_options = o.session.options();
   const SessionFlags flags = o.session;
@@ -117,9 +121,9 @@ int run_server(const ServerOptions& o) {
   });
   server.on_ready([&] {
     const auto local = server.local_endpoint();
-    announce_listening("tcp", local.address().to_string(), local.port(), o.listen.port_file);
-    spdlog::info("volley pingpong-server on {}:{} ({} framing, {} worker threads{}, heartbeat {} ms x {})",
-                 local.address().to_string(), local.port(), flags.framing, server.threads(),
+    announce_listening(o.tls.tls ? "tls" : "tcp", local.address().to_string(), local.port(), o.listen.port_file);
+    spdlog::info("volley pingpong-server on {}:{} ({}{} framing, {} worker threads{}, heartbeat {} ms x {})",
+                 local.address().to_string(), local.port(), o.tls.tls ? "TLS, " : "", flags.framing, server.threads(),
                  o.busy_poll ? ", busy-poll" : "", flags.heartbeat_ms, flags.heartbeat_misses);
     if (o.progress) progress.start();
   });
@@ -148,6 +152,7 @@ int run_server(const ServerOptions& o) {
                              {"closes", closes},
                              {"refused_connections", server.refused_connections()},
                              {"over_limit_connections", server.over_limit_connections()},
+                             {"handshake_failures", server.handshake_failures()},
                              {"aborted_at_shutdown", server.aborted_at_shutdown()}};
   if (o.json) {
     fmt::print("{}\n", to_json_text(report));
@@ -172,6 +177,7 @@ Runner add_pingpong_server_command(CLI::App& app) {
   cmd->add_flag("--json", o->json, "Print the final totals as JSON on stdout");
   cmd->add_flag("!--no-progress", o->progress, "No progress line each second on stderr");
   add_session_flags(*cmd, o->session);
+  add_tls_server_flags(*cmd, o->tls);
   return [o] { return run_server(*o); };
 }
 

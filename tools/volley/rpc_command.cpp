@@ -18,6 +18,8 @@
 #include "commands.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
+#include "session_options.hpp"
+#include "tls_flags.hpp"
 
 namespace volley::tools {
 namespace {
@@ -35,6 +37,9 @@ struct RpcOptions {
   double seconds = 5;
   bool json = false;
   ListenFlags listen{.bind = "0.0.0.0", .port = 32102, .port_file = {}};  // rpc-server
+  TlsServerFlags server_tls;                                              // rpc-server
+  SessionFlags session{.framing = "rpc"};                                 // rpc-server
+  TlsClientFlags client_tls;                                              // rpc-bench
 };
 
 int run_server(const RpcOptions& o) {
@@ -48,21 +53,25 @@ int run_server(const RpcOptions& o) {
     served.fetch_add(1, std::memory_order_relaxed);
     return benchmarks::answer(r);
   });
-  net::Server server(server_options(o.listen, o.threads));
+  net::ServerOptions server_opts = server_options(o.listen, o.threads);
+  apply_tls(server_opts, o.server_tls);
+  net::Server server(server_opts);
   try {
-    server.listen([&](std::size_t) { return rpc.make_stream_handler(); });
+    const net::SessionOptions session_options = o.session.options();
+    server.listen([&rpc, session_options](std::size_t) { return rpc.make_session(session_options); });
   } catch (const std::exception& e) {
     fmt::print(stderr, "volley rpc-server: cannot listen on {}:{}: {}\n", o.listen.bind, o.listen.port, e.what());
     return 1;
   }
   server.on_ready([&] {
-    announce_listening("tcp", server.local_endpoint().address().to_string(), server.port(), o.listen.port_file);
-    spdlog::info("volley rpc-server on {}:{} ({} worker threads)", server.local_endpoint().address().to_string(),
-                 server.port(), server.threads());
+    announce_listening(o.server_tls.tls ? "tls" : "tcp", server.local_endpoint().address().to_string(), server.port(),
+                       o.listen.port_file);
+    spdlog::info("volley rpc-server on {}:{} ({}{} worker threads)", server.local_endpoint().address().to_string(),
+                 server.port(), o.server_tls.tls ? "TLS, " : "", server.threads());
   });
   server.run();
   if (o.json) {
-    fmt::print("{}\n", to_json_text(boost::json::object{{"tool", "volley rpc-server"}, {"calls", served.load()}, {"refused_connections", server.refused_connections()}, {"over_limit_connections", server.over_limit_connections()}, {"aborted_at_shutdown", server.aborted_at_shutdown()}}));
+    fmt::print("{}\n", to_json_text(boost::json::object{{"tool", "volley rpc-server"}, {"calls", served.load()}, {"refused_connections", server.refused_connections()}, {"over_limit_connections", server.over_limit_connections()}, {"handshake_failures", server.handshake_failures()}, {"aborted_at_shutdown", server.aborted_at_shutdown()}}));
   } else {
     fmt::print("volley rpc-server: {} calls answered\n", served.load());
   }
@@ -107,9 +116,11 @@ Exchange run_exchange(const RpcOptions& o, const std::string& name, std::uint32_
   asio::io_context loop(1);
   rpc::RpcClient client(loop);
   boost::system::error_code ec;
-  client.connect(o.host, o.port, std::chrono::seconds(5), ec);
+  const TransportFactory transport = tls_client_transport(o.client_tls, o.host);
+  client.connect(o.host, o.port, std::chrono::seconds(5), transport ? transport() : nullptr, ec);
   if (ec) {
     x.error = "cannot connect to " + o.host + ":" + std::to_string(o.port) + ": " + ec.message();
+    if (!client.last_remote_error().empty()) x.error += " (" + client.last_remote_error() + ")";
     return x;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -212,6 +223,8 @@ Runner add_rpc_commands(CLI::App& app) {
   add_listen_flags(*server, o->listen);
   server->add_option("-t,--threads", o->threads, "Worker loops")->capture_default_str()->check(CLI::Range(1, 256));
   server->add_flag("--json", o->json, "Print the final report as JSON");
+  add_tls_server_flags(*server, o->server_tls);
+  add_session_flags(*server, o->session, /*with_framing=*/false);
   auto* bench = app.add_subcommand("rpc-bench", "Ping-pong and request-reply round trips against volley rpc-server");
   bench->add_option("-a,--host", o->host, "Server address")->capture_default_str();
   bench->add_option("-p,--port", o->port, "Server port")->capture_default_str();
@@ -224,6 +237,7 @@ Runner add_rpc_commands(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   bench->add_option("-z,--seconds", o->seconds, "Seconds per exchange")->capture_default_str()->check(CLI::PositiveNumber);
   bench->add_flag("--json", o->json, "Print the report as JSON");
+  add_tls_client_flags(*bench, o->client_tls);
   return [o, server] { return server->parsed() ? run_server(*o) : run_bench(*o); };
 }
 

@@ -23,12 +23,13 @@ std::unique_ptr<net::SessionCodec> SessionFlags::make_codec() const {
   return net::make_checked_codec(max_payload);
 }
 
-void add_session_flags(CLI::App& cmd, SessionFlags& f) {
-  cmd.add_option("--framing", f.framing,
-                 "checked ([u24 length][u8 type][u8 xor][payload], heartbeat = type 0), gnb (whole gNB frames, "
-                 "keepalive = six zero bytes) or rpc (whole RPC frames, keepalive = message id 0xFFFFFFFE)")
-      ->check(CLI::IsMember({"checked", "gnb", "rpc"}))
-      ->capture_default_str();
+void add_session_flags(CLI::App& cmd, SessionFlags& f, bool with_framing) {
+  if (with_framing)
+    cmd.add_option("--framing", f.framing,
+                   "checked ([u24 length][u8 type][u8 xor][payload], heartbeat = type 0), gnb (whole gNB frames, "
+                   "keepalive = six zero bytes) or rpc (whole RPC frames, keepalive = message id 0xFFFFFFFE)")
+        ->check(CLI::IsMember({"checked", "gnb", "rpc"}))
+        ->capture_default_str();
   cmd.add_option("--heartbeat-ms", f.heartbeat_ms,
                  "Heartbeat interval in ms; a peer silent for interval x misses is disconnected (0: off)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{3600000}))
@@ -52,9 +53,10 @@ void add_session_flags(CLI::App& cmd, SessionFlags& f) {
   cmd.add_option("--on-protocol-error", f.on_protocol_error,
                  "A bad frame (checksum, type, length) is counted and then: drop (skip it, go on) or close")
       ->transform(CLI::CheckedTransformer(policies, CLI::ignore_case));
-  cmd.add_option("--max-payload", f.max_payload, "Largest checked-frame payload accepted (bytes)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{0xFFFFFF - 5}))
-      ->capture_default_str();
+  if (with_framing)
+    cmd.add_option("--max-payload", f.max_payload, "Largest checked-frame payload accepted (bytes)")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{0xFFFFFF - 5}))
+        ->capture_default_str();
 }
 
 }  // namespace volley::tools

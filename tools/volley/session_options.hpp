@@ -25,6 +25,7 @@ struct SessionFlags {
   std::unique_ptr<net::SessionCodec> make_codec() const;
 };
 
-void add_session_flags(CLI::App& cmd, SessionFlags& flags);
+// `with_framing` false: the program's protocol is fixed (no --framing, --max-payload).
+void add_session_flags(CLI::App& cmd, SessionFlags& flags, bool with_framing = true);
 
 }  // namespace volley::tools

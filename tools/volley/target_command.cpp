@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
+#include "tls_flags.hpp"
 #include "progress_timer.hpp"
 #include "target_handler.hpp"
 
@@ -27,6 +28,7 @@ struct TargetOptions {
   ReplyMode reply = ReplyMode::none;
   bool json = false;
   bool progress = true;
+  TlsServerFlags tls;
 };
 
 const char* to_string(HandlerKind k) {
@@ -80,7 +82,9 @@ void print_text_report(const TargetOptions& o, const TargetTotals& t, double sec
 }
 
 int run_target(const TargetOptions& o) {
-  net::Server server(server_options(o.listen, o.threads));
+  net::ServerOptions server_opts = server_options(o.listen, o.threads);
+  apply_tls(server_opts, o.tls);
+  net::Server server(server_opts);
   std::vector<TargetStats> stats(server.threads());
   try {
     server.listen([&](std::size_t w) { return make_handler(o, stats[w]); });
@@ -104,9 +108,10 @@ int run_target(const TargetOptions& o) {
   });
   server.on_ready([&] {
     const auto local = server.local_endpoint();
-    announce_listening("tcp", local.address().to_string(), local.port(), o.listen.port_file);
-    spdlog::info("volley target listening on {}:{} ({} worker threads, handler {}, reply {})",
-                 local.address().to_string(), local.port(), server.threads(), to_string(o.handler), to_string(o.reply));
+    announce_listening(o.tls.tls ? "tls" : "tcp", local.address().to_string(), local.port(), o.listen.port_file);
+    spdlog::info("volley target listening on {}:{} ({}{} worker threads, handler {}, reply {})",
+                 local.address().to_string(), local.port(), o.tls.tls ? "TLS, " : "", server.threads(),
+                 to_string(o.handler), to_string(o.reply));
     if (o.progress) progress.start();
   });
   server.on_stop([&] { progress.stop(); });
@@ -126,13 +131,15 @@ int run_target(const TargetOptions& o) {
     report["cpu_ns_per_frame"] = cpu_ns_per_frame(cpu_seconds, totals);
     report["refused_connections"] = server.refused_connections();
     report["over_limit_connections"] = server.over_limit_connections();
+    report["handshake_failures"] = server.handshake_failures();
     report["aborted_at_shutdown"] = server.aborted_at_shutdown();
     fmt::print("{}\n", to_json_text(report));
   } else {
     print_text_report(o, totals, seconds, cpu_seconds);
-    fmt::print("  connections refused while out of descriptors: {}; over --max-connections: {}; aborted at the "
-               "shutdown deadline: {}\n",
-               server.refused_connections(), server.over_limit_connections(), server.aborted_at_shutdown());
+    fmt::print("  connections refused while out of descriptors: {}; over --max-connections: {}; TLS handshakes "
+               "failed: {}; aborted at the shutdown deadline: {}\n",
+               server.refused_connections(), server.over_limit_connections(), server.handshake_failures(),
+               server.aborted_at_shutdown());
   }
   return 0;
 }
@@ -143,6 +150,7 @@ Runner add_target_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("target", "Receive gNB messages on TCP, count them per type, optionally reply");
   auto o = std::make_shared<TargetOptions>();
   add_listen_flags(*cmd, o->listen);
+  add_tls_server_flags(*cmd, o->tls);
   cmd->add_option("-t,--threads", o->threads, "Worker loops (threads); connections are spread round-robin")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));

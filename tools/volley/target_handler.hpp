@@ -94,6 +94,7 @@ class TargetConsumer {
       case Kind_::io_error: stats_.closed_io_error.add(); break;
       case Kind_::slow_consumer: stats_.closed_slow_consumer.add(); break;
       case Kind_::idle_timeout: stats_.closed_idle.add(); break;
+      case Kind_::handshake_failed: stats_.closed_handshake_failed.add(); break;
       // The target runs no session timers; this comes only from a Session.
       case Kind_::heartbeat_timeout:
       case Kind_::shutdown:
@@ -104,7 +105,7 @@ class TargetConsumer {
       spdlog::warn("{}:{}: {} in the middle of a frame ({} bytes of it discarded)",
                    c.remote_endpoint().address().to_string(), c.remote_endpoint().port(), net::to_string(reason.kind),
                    partial_bytes);
-    } else if (reason.kind == Kind_::io_error) {
+    } else if (reason.kind == Kind_::io_error || reason.kind == Kind_::handshake_failed) {
       spdlog::warn("{}:{}: {}", c.remote_endpoint().address().to_string(), c.remote_endpoint().port(), reason.detail);
     }
   }

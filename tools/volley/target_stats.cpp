@@ -41,6 +41,7 @@ TargetTotals sum(const std::vector<TargetStats>& per_loop) {
     t.closed_shutdown += s.closed_shutdown.load();
     t.closed_slow_consumer += s.closed_slow_consumer.load();
     t.closed_idle += s.closed_idle.load();
+    t.closed_handshake_failed += s.closed_handshake_failed.load();
     t.closed_mid_frame += s.closed_mid_frame.load();
     t.unknown_type += s.unknown_type.load();
     t.length_over_maximum += s.length_over_maximum.load();
@@ -79,6 +80,7 @@ boost::json::object to_json(const TargetTotals& t) {
                                           {"closed_shutdown", t.closed_shutdown},
                                           {"closed_slow_consumer", t.closed_slow_consumer},
                                           {"closed_idle", t.closed_idle},
+                                          {"closed_handshake_failed", t.closed_handshake_failed},
                                           {"closed_mid_frame", t.closed_mid_frame}}},
   };
 }

@@ -24,7 +24,7 @@ struct alignas(64) TargetStats {
   std::array<PerType, wire::gnb::kTypeCount> types;
   SingleWriterCounter replies_ack, replies_nack, replies_ack_checksum;
   SingleWriterCounter connections_opened, closed_peer, closed_protocol_error, closed_io_error, closed_shutdown;
-  SingleWriterCounter closed_slow_consumer, closed_idle, closed_mid_frame;
+  SingleWriterCounter closed_slow_consumer, closed_idle, closed_handshake_failed, closed_mid_frame;
   SingleWriterCounter unknown_type, length_over_maximum;
 };
 
@@ -36,7 +36,8 @@ struct TargetTotals {
   std::array<PerType, wire::gnb::kTypeCount> types{};
   std::uint64_t replies_ack = 0, replies_nack = 0, replies_ack_checksum = 0;
   std::uint64_t connections_opened = 0, closed_peer = 0, closed_protocol_error = 0, closed_io_error = 0,
-                closed_shutdown = 0, closed_slow_consumer = 0, closed_idle = 0, closed_mid_frame = 0;
+                closed_shutdown = 0, closed_slow_consumer = 0, closed_idle = 0, closed_handshake_failed = 0,
+                closed_mid_frame = 0;
   std::uint64_t unknown_type = 0, length_over_maximum = 0;
 
   std::uint64_t frames() const;

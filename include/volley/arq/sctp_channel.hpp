@@ -28,6 +28,9 @@ struct SctpStats {
   std::uint64_t bytes_sent = 0;         // SCTP packets on the wire, every kind
   std::uint64_t foreign_datagrams = 0;  // from an address that is not the peer
   std::uint64_t retransmissions = 0;    // SCTP's own count of resent chunks (where it reports it)
+  // The peer aborted the shutdown handshake after everything either end sent
+  // was acknowledged: an ending, not a loss (counted so it is never silent).
+  std::uint64_t shutdown_aborts = 0;
 };
 
 class SctpChannel {

@@ -7,6 +7,8 @@
 //   void on_failed(TcpConnection&, const wire::gnb::DecodeResult&);     // connection will close
 //   void on_close(TcpConnection&, const CloseReason&, std::size_t partial_bytes);
 //   void on_written(TcpConnection&, std::size_t bytes);
+// and, if it wants to know when the connection opened (after a TLS handshake):
+//   void on_open(TcpConnection&);
 #include <utility>
 
 #include <volley/net/tcp_connection.hpp>
@@ -44,6 +46,10 @@ class GnbStreamHandler final : public StreamHandler {
   }
 
   void on_written(TcpConnection& c, std::size_t bytes) override { consumer_.on_written(c, bytes); }
+
+  void on_open(TcpConnection& c) override {
+    if constexpr (requires { consumer_.on_open(c); }) consumer_.on_open(c);
+  }
 
   void on_close(TcpConnection& c, const CloseReason& reason) override {
     consumer_.on_close(c, reason, decoder_.failed() ? 0 : decoder_.buffered());

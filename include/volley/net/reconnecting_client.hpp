@@ -34,6 +34,10 @@ struct ReconnectingClientOptions {
   std::size_t outbox_bytes = 4 * 1024 * 1024;
   SessionOptions session{};
   std::function<std::unique_ptr<SessionCodec>()> make_codec;
+  // Each connection's transport (TLS: make_tls_transport(ctx, TlsRole::client,
+  // host)); empty for plain TCP. Its handshake counts against connect_timeout,
+  // and a failed one is a failed attempt.
+  std::function<std::unique_ptr<StreamTransport>()> make_transport;
   std::uint64_t jitter_seed = 0x5eed;
 };
 

@@ -34,8 +34,16 @@ struct ServerOptions {
   /// reading pauses at 4 MiB queued and resumes at 1 MiB; a peer that keeps a
   /// connection there 10 s is disconnected as a slow consumer. (Sessions add
   /// their own, lower, bound with events; this one holds for every handler.)
-  /// No idle timeout unless set (`idle_timeout`).
-  ConnectionLimits connection_limits{.high_water = 4 << 20, .low_water = 1 << 20, .slow_consumer_timeout = std::chrono::seconds(10)};
+  /// No idle timeout unless set (`idle_timeout`). A transport's handshake
+  /// (TLS) must be done within 5 s.
+  ConnectionLimits connection_limits{.high_water = 4 << 20,
+                                     .low_water = 1 << 20,
+                                     .slow_consumer_timeout = std::chrono::seconds(10),
+                                     .idle_timeout = {},
+                                     .handshake_timeout = std::chrono::seconds(5)};
+  /// Each connection's transport: empty for plain TCP; for TLS,
+  /// `[&ctx] { return make_tls_transport(ctx, TlsRole::server); }` (volley/net/tls.hpp).
+  TcpServer::TransportFactory transport{};
   /// At most this many connections open at once (0: no limit); one more is
   /// accepted and closed at once, and counted (over_limit_connections()).
   std::size_t max_connections = 0;
@@ -101,6 +109,8 @@ class Server {
   std::uint64_t refused_connections() const noexcept { return tcp_ ? tcp_->refused_connections() : 0; }
   /// Connections closed at once because max_connections were open.
   std::uint64_t over_limit_connections() const noexcept { return tcp_ ? tcp_->over_limit_connections() : 0; }
+  /// Connections whose TLS handshake failed or missed its deadline.
+  std::uint64_t handshake_failures() const noexcept { return tcp_ ? tcp_->handshake_failures() : 0; }
   /// Connections aborted because they had not closed within shutdown_timeout.
   std::uint64_t aborted_at_shutdown() const noexcept { return tcp_ ? tcp_->aborted_at_shutdown() : 0; }
   /// The signal that stopped the server, 0 if none did.

@@ -84,6 +84,8 @@ class SessionEvents {
   virtual void on_protocol_error(Session& /*session*/, const std::error_code& /*error*/, bool /*closing*/) {}
   // congested: the queue crossed high water (sends are refused); false: drained to low water.
   virtual void on_backpressure(Session& /*session*/, bool /*congested*/) {}
+  // Once, at the end. Without on_open before it when the connection's
+  // transport (TLS) failed its handshake (reason.kind handshake_failed).
   virtual void on_close(Session& /*session*/, const CloseReason& /*reason*/) {}
 };
 

@@ -1,7 +1,8 @@
 #pragma once
 // One TCP connection on one loop: a read loop that hands bytes to a
-// StreamHandler (the protocol), and a WriteQueue flushed by gather writes.
-// Every member function must be called on the connection's loop.
+// StreamHandler (the protocol), and a WriteQueue flushed by gather writes,
+// straight on the socket or through a StreamTransport (TLS) that runs its
+// handshake first. Every member function must be called on the connection's loop.
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -15,6 +16,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <volley/net/detail/write_queue.hpp>
+#include <volley/net/stream_transport.hpp>
 
 namespace volley::net {
 
@@ -28,6 +30,7 @@ struct CloseReason {
     heartbeat_timeout,
     idle_timeout,
     slow_consumer,
+    handshake_failed,  // the transport's handshake failed or missed its deadline
   };
   Kind kind = Kind::local_close;
   std::string detail;
@@ -44,14 +47,16 @@ class StreamHandler {
   virtual ~StreamHandler() = default;
   // Where the next read lands; the handler owns that memory.
   virtual std::span<std::byte> read_buffer() = 0;
-  // The connection started; the handler may keep a pointer to it until on_close.
+  // The connection started (after the transport's handshake, if any); the
+  // handler may keep a pointer to it until on_close.
   virtual void on_open(TcpConnection& /*connection*/) {}
   // `n` bytes landed at the start of the last read_buffer(). Sends made here are
   // held back and flushed together when it returns.
   virtual void on_data(TcpConnection& connection, std::size_t n) = 0;
   // A gather write finished: `bytes` more of what was queued reached the kernel.
   virtual void on_written(TcpConnection& /*connection*/, std::size_t /*bytes*/) {}
-  // Called exactly once, when the connection is finished.
+  // Called exactly once, when the connection is finished; without on_open
+  // before it when the transport's handshake failed (Kind::handshake_failed).
   virtual void on_close(TcpConnection& connection, const CloseReason& reason) = 0;
 };
 
@@ -65,11 +70,14 @@ class StreamHandler {
 //   (ServerOptions); a client that also paused would wait on its server forever.
 // - Idleness: a connection with no byte read or written for `idle_timeout` is
 //   closed gracefully (0: never).
+// - Handshake: a transport's handshake not done within `handshake_timeout`
+//   ends the connection (handshake_failed; 0: no deadline).
 struct ConnectionLimits {
   std::size_t high_water = 0;
   std::size_t low_water = 0;                           // 0: a quarter of high_water
   std::chrono::milliseconds slow_consumer_timeout{0};  // 0: never disconnect
   std::chrono::milliseconds idle_timeout{0};           // 0: never
+  std::chrono::milliseconds handshake_timeout{0};      // 0: no deadline
 };
 
 class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
@@ -77,8 +85,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // How long a graceful close waits for the peer's end of stream after flushing.
   static constexpr std::chrono::milliseconds kLingerTimeout{2000};
 
+  // `transport` null: the bytes go straight to the socket.
   TcpConnection(boost::asio::ip::tcp::socket socket, std::unique_ptr<StreamHandler> handler,
-                ConnectionLimits limits = {});
+                ConnectionLimits limits = {}, std::unique_ptr<StreamTransport> transport = nullptr);
+  ~TcpConnection();
   TcpConnection(const TcpConnection&) = delete;
   TcpConnection& operator=(const TcpConnection&) = delete;
 
@@ -121,6 +131,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
 
   bool open() const noexcept { return state_ == State::open; }
   bool closed() const noexcept { return state_ == State::closed; }
+  // Why it closed (meaningful once closed()).
+  CloseReason::Kind close_kind() const noexcept { return close_kind_; }
+  // The transport, or null for plain TCP.
+  const StreamTransport* transport() const noexcept { return transport_.get(); }
   std::size_t queued_bytes() const noexcept { return queue_.queued_bytes(); }
   const boost::asio::ip::tcp::endpoint& remote_endpoint() const noexcept { return remote_; }
   boost::asio::any_io_executor get_executor() { return socket_.get_executor(); }
@@ -129,8 +143,15 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void set_close_observer(std::function<void(TcpConnection&)> observer) { close_observer_ = std::move(observer); }
 
  private:
-  enum class State { open, flushing, half_closed, closed };
+  enum class State { handshaking, open, flushing, half_closed, closed };
 
+  void begin();
+  void continue_handshake();
+  std::size_t read_socket(std::span<std::byte> buffer, boost::system::error_code& ec);
+  std::size_t write_socket(boost::system::error_code& ec);
+  // Waits for the readiness the transport asked for (or writability) and writes the rest of gather_.
+  void write_rest(std::size_t already);
+  void wait_then(StreamTransport::Wait wait, std::function<void(const boost::system::error_code&)> then);
   void do_read();
   void post_read();
   void read_now();
@@ -150,6 +171,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   boost::asio::steady_timer idle_timer_;  // checks limits_.idle_timeout
   ConnectionLimits limits_;
   std::unique_ptr<StreamHandler> handler_;
+  std::unique_ptr<StreamTransport> transport_;
   boost::asio::ip::tcp::endpoint remote_;
   detail::WriteQueue queue_;
   std::vector<boost::asio::const_buffer> gather_;
@@ -164,6 +186,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool last_read_filled_ = false;
   bool read_pending_ = false;
   CloseReason pending_reason_;
+  CloseReason::Kind close_kind_ = CloseReason::Kind::local_close;
   std::function<void(TcpConnection&)> close_observer_;
 };
 

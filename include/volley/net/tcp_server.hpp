@@ -30,10 +30,13 @@ class TcpServer {
   // shutdown() included.
   using SocketAdopter = std::function<void(std::size_t worker, boost::asio::ip::tcp::socket socket)>;
 
+  // Makes the transport of a new connection (TLS); runs on its worker loop.
+  using TransportFactory = std::function<std::unique_ptr<StreamTransport>()>;
+
   // Binds and listens at once: a taken port fails here (throws boost::system::system_error).
   // `limits`: every connection's bound on output queued for a peer that does not read.
   TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
-            HandlerFactory factory, ConnectionLimits limits = {});
+            HandlerFactory factory, ConnectionLimits limits = {}, TransportFactory transport = {});
   TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
             SocketAdopter adopter);
   TcpServer(const TcpServer&) = delete;
@@ -50,6 +53,8 @@ class TcpServer {
   // by a SocketAdopter are its own and not counted.
   void set_max_connections(std::size_t n) noexcept { max_connections_ = n; }
   std::uint64_t over_limit_connections() const noexcept { return over_limit_.load(std::memory_order_relaxed); }
+  // Connections whose transport's handshake failed or missed its deadline.
+  std::uint64_t handshake_failures() const noexcept { return handshake_failures_.load(std::memory_order_relaxed); }
   // Stops accepting and closes every connection gracefully, each on its loop;
   // a connection still not closed after `deadline` (a peer that stopped
   // reading keeps a flush from ever finishing) is aborted, its unsent bytes
@@ -80,7 +85,9 @@ class TcpServer {
   std::size_t max_connections_ = 0;
   std::atomic<std::size_t> open_{0};  // accepted and not yet closed (counted on the accept loop, released on the workers)
   std::atomic<std::uint64_t> over_limit_{0};
+  std::atomic<std::uint64_t> handshake_failures_{0};
   HandlerFactory factory_;
+  TransportFactory transport_;
   SocketAdopter adopter_;
   ConnectionLimits limits_;
   // live_[w] is touched only on worker loop w.

@@ -21,6 +21,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <volley/net/session.hpp>
 #include <volley/net/tcp_connection.hpp>
 #include <volley/rpc/frame.hpp>
 #include <volley/serial/binary.hpp>
@@ -35,6 +36,9 @@ enum class ClientErrc {
   bad_request,         // the server could not decode the request
   handler_failed,      // the server's handler threw
   bad_reply,           // the reply did not decode, or came with an unexpected id
+  handshake_failed,    // the connection's TLS handshake failed (last_remote_error() says why)
+  overloaded,          // refused: the requests queued for the server are over the high-water mark
+  request_too_large,   // refused: the request is over the maximum body size
 };
 const boost::system::error_category& client_category() noexcept;
 inline boost::system::error_code make_error_code(ClientErrc e) noexcept { return {static_cast<int>(e), client_category()}; }
@@ -58,9 +62,21 @@ class RpcClient {
   RpcClient(const RpcClient&) = delete;
   RpcClient& operator=(const RpcClient&) = delete;
 
+  // The session the next connect() runs: the RPC keepalive as heartbeat (both
+  // ways; a silent server fails every pending call), high water (calls
+  // refused with `overloaded` over it), idle timeout. Defaults: heartbeats
+  // every 5 s, silence after 15 s, 4 MiB of queued requests.
+  void set_session_options(const net::SessionOptions& options) { session_options_ = options; }
+  const net::SessionStats* session_stats() const noexcept { return session_ ? &session_->stats() : nullptr; }
+
   // Connects before use (blocking, bounded by `timeout`).
   void connect(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
                boost::system::error_code& ec);
+  // Connects over `transport` (TLS: net::make_tls_transport(ctx, TlsRole::client, host)),
+  // its handshake done within the same `timeout`. Runs the loop meanwhile, so
+  // call it before the loop runs elsewhere.
+  void connect(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
+               std::unique_ptr<net::StreamTransport> transport, boost::system::error_code& ec);
   void close();
 
   template <class Reply, class Request>
@@ -113,7 +129,9 @@ class RpcClient {
   void fail_all(const boost::system::error_code& ec);
 
   boost::asio::io_context& loop_;
+  net::SessionOptions session_options_;
   std::shared_ptr<net::TcpConnection> connection_;
+  net::Session* session_ = nullptr;  // owned by connection_; null once it closed
   std::unordered_map<std::uint32_t, Pending> pending_;
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
   boost::asio::steady_timer timer_;

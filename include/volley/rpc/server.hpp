@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <volley/net/session.hpp>
 #include <volley/net/tcp_connection.hpp>
 #include <volley/rpc/frame.hpp>
 #include <volley/serial/binary.hpp>
@@ -34,8 +35,15 @@ class RpcServer {
     };
   }
 
-  // The protocol side of one accepted connection (for net::TcpServer's factory).
+  // The protocol side of one accepted connection (for net::Server's factory),
+  // without session features: requests answered as they come.
   std::unique_ptr<net::StreamHandler> make_stream_handler() const;
+  // The same as a Session (make_rpc_codec): the RPC keepalive as heartbeat and
+  // liveness check, idle timeout, protocol-error policy, and backpressure: while
+  // the replies queued for a client are over high water, its requests are not
+  // read (none is dropped). A reply over `max_body` becomes an error reply.
+  std::unique_ptr<net::StreamHandler> make_session(const net::SessionOptions& options,
+                                                   std::size_t max_body = kDefaultMaxBody) const;
 
   struct BadRequest {
     std::string reason;

@@ -68,7 +68,10 @@ void ReconnectingClient::on_connect(const boost::system::error_code& ec) {
   }
   auto session = std::make_unique<Session>(options_.make_codec(), options_.session, static_cast<SessionEvents&>(*this));
   Session* raw = session.get();
-  connection_ = std::make_shared<TcpConnection>(std::move(*socket_), std::move(session));
+  ConnectionLimits limits;
+  limits.handshake_timeout = options_.connect_timeout;
+  connection_ = std::make_shared<TcpConnection>(std::move(*socket_), std::move(session), limits,
+                                                options_.make_transport ? options_.make_transport() : nullptr);
   socket_.reset();
   session_ = raw;
   connection_->start();
@@ -141,6 +144,13 @@ void ReconnectingClient::on_backpressure(Session& /*session*/, bool congested) {
 
 void ReconnectingClient::on_close(Session& /*session*/, const CloseReason& reason) {
   session_ = nullptr;
+  if (reason.kind == CloseReason::Kind::handshake_failed) {
+    // Never connected: a failed attempt, not a disconnect.
+    ++stats_.failed_attempts;
+    asio::post(loop_, [c = std::move(connection_)] {});
+    if (!stopping_) schedule_reconnect("TLS handshake: " + reason.detail);
+    return;
+  }
   ++stats_.disconnects;
   stats_.unsent_bytes_lost += reason.unsent_bytes;
   // The connection is mid-call (this runs inside it): let it go on the next turn of the loop.

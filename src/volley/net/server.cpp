@@ -30,7 +30,8 @@ asio::ip::tcp::endpoint Server::endpoint() const {
 }
 
 void Server::listen(HandlerFactory factory) {
-  tcp_ = std::make_unique<TcpServer>(control_, workers_, endpoint(), std::move(factory), options_.connection_limits);
+  tcp_ = std::make_unique<TcpServer>(control_, workers_, endpoint(), std::move(factory), options_.connection_limits,
+                                     options_.transport);
   tcp_->set_max_connections(options_.max_connections);
 }
 

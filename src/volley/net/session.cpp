@@ -176,7 +176,8 @@ void Session::on_timer() {
   arm_timer();
 }
 
-void Session::on_close(TcpConnection& /*connection*/, const CloseReason& reason) {
+void Session::on_close(TcpConnection& connection, const CloseReason& reason) {
+  connection_ = &connection;  // set already, unless the transport's handshake failed before on_open
   if (timer_) timer_->cancel();
   timer_at_ = Clock::time_point::max();
   events_->on_close(*this, reason);

@@ -18,27 +18,70 @@ const char* to_string(CloseReason::Kind kind) noexcept {
     case CloseReason::Kind::heartbeat_timeout: return "heartbeat timeout";
     case CloseReason::Kind::idle_timeout: return "idle timeout";
     case CloseReason::Kind::slow_consumer: return "slow consumer";
+    case CloseReason::Kind::handshake_failed: return "handshake failed";
   }
   return "?";
 }
 
 TcpConnection::TcpConnection(asio::ip::tcp::socket socket, std::unique_ptr<StreamHandler> handler,
-                             ConnectionLimits limits)
+                             ConnectionLimits limits, std::unique_ptr<StreamTransport> transport)
     : socket_(std::move(socket)),
       linger_timer_(socket_.get_executor()),
       slow_timer_(socket_.get_executor()),
       idle_timer_(socket_.get_executor()),
       limits_(limits),
-      handler_(std::move(handler)) {
+      handler_(std::move(handler)),
+      transport_(std::move(transport)) {
   if (limits_.low_water == 0 || limits_.low_water > limits_.high_water) limits_.low_water = limits_.high_water / 4;
+  if (transport_) state_ = State::handshaking;
   boost::system::error_code ec;
   remote_ = socket_.remote_endpoint(ec);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
 }
 
+// Out of line: the handler may be a type only the .cpp files know well.
+TcpConnection::~TcpConnection() = default;
+
 void TcpConnection::start() {
   boost::system::error_code ec;
   socket_.non_blocking(true, ec);  // flush() writes synchronously first and must never block
+  if (!transport_) return begin();
+  transport_->attach(socket_.native_handle());
+  if (limits_.handshake_timeout.count() > 0) {
+    // The linger timer is free until the connection is open: it keeps the handshake's deadline.
+    linger_timer_.expires_after(limits_.handshake_timeout);
+    linger_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& wait_error) {
+      if (wait_error || self->state_ != State::handshaking) return;
+      self->finish({CloseReason::Kind::handshake_failed,
+                    "timed out: no handshake within " + std::to_string(self->limits_.handshake_timeout.count()) +
+                        " ms"});
+    });
+  }
+  continue_handshake();
+}
+
+void TcpConnection::continue_handshake() {
+  boost::system::error_code ec;
+  const StreamTransport::Wait wait = transport_->handshake(ec);
+  if (ec) return finish({CloseReason::Kind::handshake_failed, ec.message()});
+  if (wait == StreamTransport::Wait::none) {
+    linger_timer_.cancel();
+    state_ = State::open;
+    return begin();
+  }
+  wait_then(wait, [self = shared_from_this()](const boost::system::error_code& wait_error) {
+    if (self->state_ != State::handshaking) return;
+    if (wait_error) return self->finish({CloseReason::Kind::handshake_failed, wait_error.message()});
+    self->continue_handshake();
+  });
+}
+
+void TcpConnection::wait_then(StreamTransport::Wait wait, std::function<void(const boost::system::error_code&)> then) {
+  socket_.async_wait(wait == StreamTransport::Wait::read ? asio::socket_base::wait_read : asio::socket_base::wait_write,
+                     std::move(then));
+}
+
+void TcpConnection::begin() {
   {
     const Corked corked(*this);
     handler_->on_open(*this);
@@ -71,6 +114,7 @@ void TcpConnection::arm_idle_check() {
 void TcpConnection::resume_reading() {
   if (!reading_paused_) return;
   reading_paused_ = false;
+  if (state_ == State::handshaking) return;  // reading begins with the connection
   if (output_full_) return;  // reading comes back once the output drains
   // Input that came while paused may have been signalled already: read first, wait after.
   if (!read_pending_ && state_ != State::closed && !peer_eof_) post_read();
@@ -108,10 +152,29 @@ void TcpConnection::post_read() {
 void TcpConnection::read_now() {
   const std::span<std::byte> buf = handler_->read_buffer();
   boost::system::error_code ec;
-  const std::size_t n = socket_.read_some(asio::buffer(buf.data(), buf.size()), ec);
-  if (ec == asio::error::would_block || ec == asio::error::try_again) return do_read();  // nothing after all
-  last_read_filled_ = !ec && n == buf.size();
+  const std::size_t n = read_socket(buf, ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    // Nothing after all. A transport may need to write before it can read on.
+    if (transport_ && transport_->blocked_on() == StreamTransport::Wait::write) {
+      read_pending_ = true;
+      return wait_then(StreamTransport::Wait::write, [self = shared_from_this()](const boost::system::error_code& wec) {
+        self->read_pending_ = false;
+        if (self->state_ == State::closed || wec == asio::error::operation_aborted) return;
+        if (wec) return self->finish({CloseReason::Kind::io_error, wec.message()});
+        if (!self->reading_paused_) self->read_now();
+      });
+    }
+    return do_read();
+  }
+  // A full buffer, or a transport holding input it already took off the
+  // socket, means "read again" rather than "wait for the next edge".
+  last_read_filled_ = !ec && (n == buf.size() || (transport_ && transport_->has_buffered_input()));
   on_read(ec, n);
+}
+
+std::size_t TcpConnection::read_socket(std::span<std::byte> buffer, boost::system::error_code& ec) {
+  if (transport_) return transport_->read_some(buffer, ec);
+  return socket_.read_some(asio::buffer(buffer.data(), buffer.size()), ec);
 }
 
 void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) {
@@ -142,7 +205,8 @@ void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) 
   if (state_ == State::closed) return;  // a flush that completed at once can finish a closing connection
   check_output_bound(false);  // this read goes on below if it may
   if (reading_paused_ || output_full_) return;
-  // A full buffer may have left more behind: read again, after the loop's other work.
+  // A full buffer (or a transport's buffered input) may have left more behind:
+  // read again, after the loop's other work.
   if (last_read_filled_) return post_read();
   do_read();
 }
@@ -187,7 +251,7 @@ void TcpConnection::flush() {
   // the kernel does not take goes through async_write. The socket is
   // non-blocking (start()), so this never waits.
   boost::system::error_code ec;
-  const std::size_t n = socket_.write_some(gather_, ec);
+  const std::size_t n = write_socket(ec);
   if (!ec && n == total) {
     if (in_flush_completion_) {
       // Finished inside a completion already on the stack: complete on the
@@ -204,16 +268,41 @@ void TcpConnection::flush() {
     asio::post(socket_.get_executor(), [self = shared_from_this(), ec] { self->on_write(ec, 0); });
     return;
   }
+  write_rest(ec ? 0 : n);
+}
+
+std::size_t TcpConnection::write_socket(boost::system::error_code& ec) {
+  if (transport_) return transport_->write_some(gather_, ec);
+  return socket_.write_some(gather_, ec);
+}
+
+void TcpConnection::write_rest(std::size_t already) {
   // Skip what was written; the rest goes out asynchronously.
-  std::size_t skip = ec ? 0 : n;
+  std::size_t skip = already;
   std::size_t first = 0;
   while (first < gather_.size() && skip >= gather_[first].size()) skip -= gather_[first++].size();
   gather_.erase(gather_.begin(), gather_.begin() + static_cast<std::ptrdiff_t>(first));
   if (!gather_.empty()) gather_.front() += skip;
-  asio::async_write(socket_, gather_,
-                    [self = shared_from_this(), already = ec ? 0 : n](const boost::system::error_code& wec, std::size_t m) {
-                      self->on_write(wec, already + m);
-                    });
+  if (!transport_) {
+    asio::async_write(socket_, gather_, [self = shared_from_this(), already](const boost::system::error_code& wec, std::size_t m) {
+      self->on_write(wec, already + m);
+    });
+    return;
+  }
+  // Through a transport: wait for what it asked for, write again, until all is taken.
+  const auto wait = transport_->blocked_on() == StreamTransport::Wait::read ? StreamTransport::Wait::read
+                                                                             : StreamTransport::Wait::write;
+  wait_then(wait, [self = shared_from_this(), already](const boost::system::error_code& wec) {
+    if (self->state_ == State::closed) return;
+    if (wec) return self->on_write(wec, already);
+    boost::system::error_code ec;
+    const std::size_t m = self->write_socket(ec);
+    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return self->on_write(ec, already);
+    std::size_t left = 0;
+    for (const auto& b : self->gather_) left += b.size();
+    if (!ec && m == left) return self->on_write({}, already + m);
+    self->write_rest(ec ? 0 : m);  // `already` stays what the completion reports; the gather moves on
+  });
 }
 
 void TcpConnection::on_write(const boost::system::error_code& ec, std::size_t /*n*/) {
@@ -253,6 +342,7 @@ void TcpConnection::check_output_bound(bool restart_reading) {
 }
 
 void TcpConnection::close(CloseReason reason) {
+  if (state_ == State::handshaking) return finish(std::move(reason));  // nothing was sent or taken yet
   if (state_ != State::open) return;
   pending_reason_ = std::move(reason);
   state_ = State::flushing;
@@ -264,6 +354,7 @@ void TcpConnection::close(CloseReason reason) {
 void TcpConnection::half_close() {
   if (peer_eof_) return finish(std::move(pending_reason_));  // the peer's FIN already came
   state_ = State::half_closed;
+  if (transport_) transport_->shutdown_send();
   boost::system::error_code ec;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
   linger_timer_.expires_after(kLingerTimeout);
@@ -280,6 +371,7 @@ void TcpConnection::abort(CloseReason reason) {
 void TcpConnection::finish(CloseReason reason) {
   if (state_ == State::closed) return;
   state_ = State::closed;
+  close_kind_ = reason.kind;
   boost::system::error_code ignored;
   linger_timer_.cancel();
   slow_timer_.cancel();

@@ -14,13 +14,14 @@ namespace volley::net {
 namespace asio = boost::asio;
 
 TcpServer::TcpServer(asio::io_context& accept_loop, LoopPool& workers, const asio::ip::tcp::endpoint& endpoint,
-                     HandlerFactory factory, ConnectionLimits limits)
+                     HandlerFactory factory, ConnectionLimits limits, TransportFactory transport)
     : accept_loop_(accept_loop),
       workers_(workers),
       acceptor_(accept_loop),
       accept_pause_(accept_loop),
       reserve_fd_(::open("/dev/null", O_RDONLY | O_CLOEXEC)),
       factory_(std::move(factory)),
+      transport_(std::move(transport)),
       limits_(limits),
       live_(workers.size()),
       deadline_(workers.size()) {
@@ -112,12 +113,15 @@ void TcpServer::do_accept() {
 
 void TcpServer::adopt(std::size_t worker, asio::ip::tcp::socket socket) {
   if (adopter_) return adopter_(worker, std::move(socket));
-  auto connection = std::make_shared<TcpConnection>(std::move(socket), factory_(worker), limits_);
+  auto connection = std::make_shared<TcpConnection>(std::move(socket), factory_(worker), limits_,
+                                                    transport_ ? transport_() : nullptr);
   auto& live = live_[worker];
   live.emplace(connection.get(), connection);
   connection->set_close_observer([this, worker](TcpConnection& c) {
     live_[worker].erase(&c);
     open_.fetch_sub(1, std::memory_order_relaxed);
+    if (c.close_kind() == CloseReason::Kind::handshake_failed)
+      handshake_failures_.fetch_add(1, std::memory_order_relaxed);
     // The last connection closed in time: the deadline has nothing left to do
     // and must not hold the loop open until it expires.
     if (live_[worker].empty())

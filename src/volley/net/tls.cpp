@@ -1,18 +1,37 @@
 #include <volley/net/tls.hpp>
 
+#include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <climits>
+#include <optional>
+#include <stdexcept>
+
+#include <boost/asio/error.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ssl/error.hpp>
 
 namespace volley::net {
 
 namespace ssl = boost::asio::ssl;
+namespace asio = boost::asio;
 
-ssl::context make_tls_server_context(const std::string& certificate_chain_file, const std::string& private_key_file) {
+ssl::context make_tls_server_context(const std::string& certificate_chain_file, const std::string& private_key_file,
+                                     const std::string& client_ca_file) {
   ssl::context ctx(ssl::context::tls_server);
-  // TLS 1.2 and 1.3 only; older versions and compression stay off.
+  // TLS 1.2 and 1.3 only; older versions, compression and renegotiation stay off.
   SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx.native_handle(), SSL_OP_NO_RENEGOTIATION);
   ctx.set_options(ssl::context::default_workarounds | ssl::context::no_compression | ssl::context::single_dh_use);
   ctx.use_certificate_chain_file(certificate_chain_file);
   ctx.use_private_key_file(private_key_file, ssl::context::pem);
+  if (!client_ca_file.empty()) {
+    ctx.load_verify_file(client_ca_file);
+    ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+  }
   return ctx;
 }
 
@@ -21,6 +40,7 @@ ssl::context make_tls_client_context(const std::string& ca_file, bool verify, Tl
   SSL_CTX_set_min_proto_version(ctx.native_handle(), version == TlsVersion::tls13 ? TLS1_3_VERSION : TLS1_2_VERSION);
   if (version == TlsVersion::tls12) SSL_CTX_set_max_proto_version(ctx.native_handle(), TLS1_2_VERSION);
   if (version == TlsVersion::tls13) SSL_CTX_set_max_proto_version(ctx.native_handle(), TLS1_3_VERSION);
+  SSL_CTX_set_options(ctx.native_handle(), SSL_OP_NO_RENEGOTIATION);
   if (!verify) {
     ctx.set_verify_mode(ssl::verify_none);
     return ctx;
@@ -32,6 +52,169 @@ ssl::context make_tls_client_context(const std::string& ca_file, bool verify, Tl
     ctx.load_verify_file(ca_file);
   }
   return ctx;
+}
+
+void use_tls_client_certificate(ssl::context& context, const std::string& certificate_chain_file,
+                                const std::string& private_key_file) {
+  context.use_certificate_chain_file(certificate_chain_file);
+  context.use_private_key_file(private_key_file, ssl::context::pem);
+}
+
+namespace {
+
+// OpenSSL's error for a call that returned `result`, as an error code whose
+// message is OpenSSL's reason. An end without close_notify is an eof too: the
+// protocols on top frame their messages, so a cut message is still noticed.
+boost::system::error_code ssl_error(SSL* ssl, int result) {
+  const int err = SSL_get_error(ssl, result);
+  if (err == SSL_ERROR_ZERO_RETURN) return asio::error::eof;
+  const unsigned long code = ERR_get_error();
+  if (err == SSL_ERROR_SYSCALL) {
+    if (code == 0 && errno == 0) return asio::error::eof;
+    if (code == 0) return {errno, boost::system::system_category()};
+  }
+  if (ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING) return asio::error::eof;
+  if (code == 0) return asio::error::connection_aborted;
+  return {static_cast<int>(code), asio::error::get_ssl_category()};
+}
+
+class TlsTransport final : public StreamTransport {
+ public:
+  TlsTransport(ssl::context& context, TlsRole role, const std::string& server_name)
+      : ssl_(SSL_new(context.native_handle())) {
+    if (ssl_ == nullptr) throw std::runtime_error("TLS: SSL_new failed");
+    // A write that blocks after some records went out reports them (partial
+    // writes), and its retry may come from a buffer that moved.
+    SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    // Read what the socket has in one call, not a record header and then its
+    // body (two system calls per record).
+    SSL_set_read_ahead(ssl_, 1);
+    if (role == TlsRole::server) {
+      SSL_set_accept_state(ssl_);
+      return;
+    }
+    SSL_set_connect_state(ssl_);
+    if (server_name.empty()) return;
+    boost::system::error_code not_ip;
+    asio::ip::make_address(server_name, not_ip);
+    if (not_ip) {
+      SSL_set_tlsext_host_name(ssl_, server_name.c_str());
+      SSL_set1_host(ssl_, server_name.c_str());
+    } else {
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), server_name.c_str());
+    }
+  }
+  ~TlsTransport() override { SSL_free(ssl_); }
+  TlsTransport(const TlsTransport&) = delete;
+  TlsTransport& operator=(const TlsTransport&) = delete;
+
+  void attach(int fd) override { SSL_set_fd(ssl_, fd); }
+
+  Wait handshake(boost::system::error_code& ec) override {
+    ERR_clear_error();
+    errno = 0;
+    const int r = SSL_do_handshake(ssl_);
+    if (r == 1) return Wait::none;
+    const int err = SSL_get_error(ssl_, r);
+    if (err == SSL_ERROR_WANT_READ) return Wait::read;
+    if (err == SSL_ERROR_WANT_WRITE) return Wait::write;
+    ec = ssl_error(ssl_, r);
+    if (ec == asio::error::eof) ec = asio::error::connection_reset;  // a peer gone mid-handshake
+    return Wait::none;
+  }
+
+  std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec) override {
+    if (end_) {
+      ec = *end_;
+      return 0;
+    }
+    blocked_ = Wait::none;
+    std::size_t total = 0;
+    // OpenSSL hands out one record per call: read until the buffer is full or
+    // the socket is drained, so a short read means "nothing more until the next edge".
+    while (total < buffer.size()) {
+      ERR_clear_error();
+      errno = 0;
+      const int r = SSL_read(ssl_, buffer.data() + total, chunk(buffer.size() - total));
+      if (r > 0) {
+        total += static_cast<std::size_t>(r);
+        continue;
+      }
+      const int err = SSL_get_error(ssl_, r);
+      if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+        blocked_ = err == SSL_ERROR_WANT_READ ? Wait::read : Wait::write;
+        break;
+      }
+      // The end (or a failure) after some bytes: hand the bytes out now, the end next time.
+      end_ = ssl_error(ssl_, r);
+      break;
+    }
+    if (total == 0) {
+      if (end_) {
+        ec = *end_;
+      } else {
+        ec = asio::error::would_block;
+      }
+    }
+    return total;
+  }
+
+  std::size_t write_some(std::span<const asio::const_buffer> buffers, boost::system::error_code& ec) override {
+    blocked_ = Wait::none;
+    std::size_t total = 0;
+    for (const asio::const_buffer& b : buffers) {
+      const auto* p = static_cast<const unsigned char*>(b.data());
+      std::size_t left = b.size();
+      while (left > 0) {
+        ERR_clear_error();
+        errno = 0;
+        const int r = SSL_write(ssl_, p, chunk(left));
+        if (r > 0) {
+          total += static_cast<std::size_t>(r);
+          p += r;
+          left -= static_cast<std::size_t>(r);
+          continue;
+        }
+        const int err = SSL_get_error(ssl_, r);
+        if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) {
+          blocked_ = err == SSL_ERROR_WANT_WRITE ? Wait::write : Wait::read;
+          if (total == 0) ec = asio::error::would_block;
+        } else if (total == 0) {
+          ec = ssl_error(ssl_, r);  // after some bytes, the next call meets the error again
+        }
+        return total;
+      }
+    }
+    return total;
+  }
+
+  Wait blocked_on() const override { return blocked_; }
+  // With read-ahead OpenSSL may hold more than one record: SSL_has_pending
+  // counts what is not yet decrypted too.
+  bool has_buffered_input() const override { return end_.has_value() || SSL_has_pending(ssl_) == 1; }
+
+  void shutdown_send() override {
+    ERR_clear_error();
+    if (SSL_is_init_finished(ssl_)) SSL_shutdown(ssl_);
+  }
+
+  std::string describe() const override {
+    return std::string(SSL_get_version(ssl_)) + " " + SSL_get_cipher_name(ssl_);
+  }
+
+ private:
+  static int chunk(std::size_t n) noexcept { return static_cast<int>(std::min<std::size_t>(n, INT_MAX / 2)); }
+
+  SSL* ssl_;
+  Wait blocked_ = Wait::none;
+  std::optional<boost::system::error_code> end_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamTransport> make_tls_transport(ssl::context& context, TlsRole role,
+                                                    const std::string& server_name) {
+  return std::make_unique<TlsTransport>(context, role, server_name);
 }
 
 }  // namespace volley::net

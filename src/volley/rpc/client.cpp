@@ -1,6 +1,8 @@
 #include <volley/rpc/client.hpp>
 
 #include <volley/net/tcp_connect.hpp>
+#include <volley/rpc/session_codec.hpp>
+#include <volley/wire/byte_order.hpp>
 
 namespace volley::rpc {
 
@@ -20,35 +22,27 @@ class ClientCategory final : public boost::system::error_category {
       case ClientErrc::bad_request: return "the server could not decode the request";
       case ClientErrc::handler_failed: return "the server's handler failed";
       case ClientErrc::bad_reply: return "the reply did not decode as the expected type";
+      case ClientErrc::handshake_failed: return "the TLS handshake failed";
+      case ClientErrc::overloaded: return "refused: the requests queued for the server are over the high-water mark";
+      case ClientErrc::request_too_large: return "refused: the request is over the maximum body size";
     }
     return "unknown rpc error";
   }
 };
 
-class ClientStream final : public net::StreamHandler {
+// Replies arrive as whole frames (header first) from the session's RPC codec.
+class ClientEvents final : public net::SessionEvents {
  public:
-  explicit ClientStream(RpcClient& client) : client_(client) {}
-  std::span<std::byte> read_buffer() override { return decoder_.prepare(); }
-  void on_data(net::TcpConnection& c, std::size_t n) override {
-    decoder_.commit(n);
-    Frame frame{};
-    for (;;) {
-      const auto status = decoder_.next(frame);
-      if (status == FrameDecoder::Status::need_more) return;
-      if (status == FrameDecoder::Status::failed) {
-        c.abort({net::CloseReason::Kind::protocol_error, "rpc reply body over the maximum"});
-        return;
-      }
-      client_.on_frame(frame);
-    }
+  explicit ClientEvents(RpcClient& client) : client_(client) {}
+  void on_message(net::Session&, std::span<const std::byte> frame) override {
+    client_.on_frame({wire::load_u32_be(frame.data()), wire::load_u32_be(frame.data() + 8), frame.subspan(kHeaderSize)});
   }
-  void on_close(net::TcpConnection&, const net::CloseReason& reason) override {
+  void on_close(net::Session&, const net::CloseReason& reason) override {
     client_.on_closed(std::string(net::to_string(reason.kind)) + (reason.detail.empty() ? "" : ": " + reason.detail));
   }
 
  private:
   RpcClient& client_;
-  FrameDecoder decoder_;
 };
 
 }  // namespace
@@ -65,13 +59,37 @@ RpcClient::~RpcClient() { close(); }
 
 void RpcClient::connect(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
                         boost::system::error_code& ec) {
+  connect(host, port, timeout, nullptr, ec);
+}
+
+void RpcClient::connect(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
+                        std::unique_ptr<net::StreamTransport> transport, boost::system::error_code& ec) {
+  const auto deadline = Clock::now() + timeout;
   auto socket = net::connect_tcp(loop_, host, port, timeout, ec);
   if (ec) return;
-  connection_ = std::make_shared<net::TcpConnection>(std::move(socket), std::make_unique<ClientStream>(*this));
+  const bool handshake = transport != nullptr;
+  net::ConnectionLimits limits;
+  limits.handshake_timeout = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                                      std::chrono::milliseconds(1));
+  auto session = std::make_unique<net::Session>(make_rpc_codec(), session_options_, std::make_unique<ClientEvents>(*this));
+  session_ = session.get();
+  connection_ = std::make_shared<net::TcpConnection>(std::move(socket), std::move(session), limits, std::move(transport));
   connection_->start();
+  if (!handshake) return;
+  // The handshake's deadline (the connection's own) ends this loop in any case.
+  while (connection_ && !connection_->open() && !connection_->closed()) {
+    if (loop_.stopped()) loop_.restart();
+    loop_.run_one();
+  }
+  if (!connection_ || !connection_->open()) {
+    connection_.reset();
+    session_ = nullptr;
+    ec = ClientErrc::handshake_failed;
+  }
 }
 
 void RpcClient::close() {
+  session_ = nullptr;
   if (connection_) {
     auto c = std::move(connection_);
     c->abort({net::CloseReason::Kind::local_close, {}});  // calls on_closed: pending calls fail
@@ -81,19 +99,25 @@ void RpcClient::close() {
 
 void RpcClient::start_call(std::uint32_t request_id, std::uint32_t reply_id, Clock::duration timeout,
                            Completion complete) {
-  if (!connection_ || !connection_->open()) {
+  const auto refuse = [&](ClientErrc why) {
     // Fail asynchronously, as an I/O error would: callers never see a completion inside call().
-    asio::post(loop_, [complete = std::move(complete)] { complete(ClientErrc::not_connected, {}); });
-    return;
-  }
+    asio::post(loop_, [complete = std::move(complete), why] { complete(why, {}); });
+  };
+  if (session_ == nullptr || !session_->open()) return refuse(ClientErrc::not_connected);
+  if (session_->congested()) return refuse(ClientErrc::overloaded);
   // Wrap-around safe: skip a sequence number still waiting for its reply.
   while (pending_.count(next_sequence_) != 0) ++next_sequence_;
   const std::uint32_t sequence = next_sequence_++;
   write_header(scratch_.data(), sequence, static_cast<std::uint32_t>(scratch_.size() - kHeaderSize), request_id);
   const auto deadline = Clock::now() + timeout;
+  switch (session_->send(scratch_)) {
+    case net::SendResult::sent: break;
+    case net::SendResult::invalid: return refuse(ClientErrc::request_too_large);
+    case net::SendResult::high_water: return refuse(ClientErrc::overloaded);
+    default: return refuse(ClientErrc::not_connected);
+  }
   pending_.emplace(sequence, Pending{reply_id, deadline, std::move(complete)});
   deadlines_.emplace(deadline, sequence);
-  connection_->send(scratch_);
   arm_timer();
 }
 
@@ -117,6 +141,7 @@ void RpcClient::on_frame(const Frame& frame) {
 }
 
 void RpcClient::on_closed(const std::string& reason) {
+  session_ = nullptr;
   last_remote_error_ = reason;
   fail_all(ClientErrc::connection_closed);
 }

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <volley/rpc/session_codec.hpp>
+#include <volley/wire/byte_order.hpp>
+
 namespace volley::rpc {
 
 void make_error_frame(std::uint32_t sequence, ErrorCode code, const std::string& message, std::vector<std::byte>& out) {
@@ -66,10 +69,50 @@ class ServerStream final : public net::StreamHandler {
   std::vector<std::byte> reply_;
 };
 
+// Requests arrive as whole frames (header first) from the session's RPC codec.
+class ServerSessionEvents final : public net::SessionEvents {
+ public:
+  explicit ServerSessionEvents(const RpcServer& server) : server_(server) {}
+
+  void on_message(net::Session& s, std::span<const std::byte> frame) override {
+    const std::uint32_t sequence = wire::load_u32_be(frame.data());
+    const std::uint32_t message_id = wire::load_u32_be(frame.data() + 8);
+    server_.answer(sequence, message_id, frame.subspan(kHeaderSize), reply_);
+    if (s.send(reply_) == net::SendResult::invalid) {
+      // Too large to frame: the caller hears why instead of waiting for its timeout.
+      make_error_frame(sequence, ErrorCode::handler_failed, "reply over the maximum body size", reply_);
+      s.send(reply_);
+    }
+    // The reply was queued; while the queue is over high water, read no more
+    // requests rather than refuse their replies.
+    if (s.congested()) s.pause_input();
+  }
+
+  void on_backpressure(net::Session& s, bool congested) override {
+    if (!congested) s.resume_input();
+  }
+
+  void on_protocol_error(net::Session& s, const std::error_code& error, bool closing) override {
+    const auto& peer = s.connection()->remote_endpoint();
+    spdlog::warn("rpc: {}:{}: {} ({})", peer.address().to_string(), peer.port(), error.message(),
+                 closing ? "closing" : "frame dropped");
+  }
+
+ private:
+  const RpcServer& server_;
+  std::vector<std::byte> reply_;
+};
+
 }  // namespace
 
 std::unique_ptr<net::StreamHandler> RpcServer::make_stream_handler() const {
   return std::make_unique<ServerStream>(*this);
+}
+
+std::unique_ptr<net::StreamHandler> RpcServer::make_session(const net::SessionOptions& options,
+                                                            std::size_t max_body) const {
+  return std::make_unique<net::Session>(make_rpc_codec(max_body), options,
+                                        std::make_unique<ServerSessionEvents>(*this));
 }
 
 }  // namespace volley::rpc

@@ -1,0 +1,49 @@
+#pragma once
+// What a TcpConnection reads and writes through when the bytes on the socket
+// are not the application's own: TLS today. Every call is non-blocking on the
+// connection's socket; one that cannot go on says which readiness it waits
+// for, and the connection waits for it on its loop. A connection without a
+// transport reads and writes the socket directly (no virtual call, no copy).
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/system/error_code.hpp>
+
+namespace volley::net {
+
+class StreamTransport {
+ public:
+  enum class Wait { none, read, write };
+
+  virtual ~StreamTransport() = default;
+
+  // The connection's socket (non-blocking), given once before anything else.
+  virtual void attach(int fd) = 0;
+  // Takes the handshake as far as it goes without blocking: Wait::none when
+  // it is done, a wait to retry after, or `ec` set when it failed.
+  virtual Wait handshake(boost::system::error_code& ec) = 0;
+  // As read(2) on the socket: the bytes read (the buffer filled, or up to the
+  // point where the socket had no more); `ec` = would_block when there was
+  // nothing (see blocked_on()), eof at the peer's orderly end.
+  virtual std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec) = 0;
+  // As writev(2): how many of the bytes were taken; would_block when none.
+  // After a short write the next call must start at the first byte not taken.
+  virtual std::size_t write_some(std::span<const boost::asio::const_buffer> buffers,
+                                 boost::system::error_code& ec) = 0;
+  // After a call that stopped short: the readiness to wait for before the
+  // next (TLS may need to write in order to read, and the other way round).
+  virtual Wait blocked_on() const = 0;
+  // Input already taken off the socket and not yet handed out (or an end
+  // already seen): the connection must read again without waiting, since no
+  // new readiness will announce it.
+  virtual bool has_buffered_input() const = 0;
+  // Our orderly end (TLS close_notify), before the connection's TCP FIN.
+  // Best effort and non-blocking.
+  virtual void shutdown_send() = 0;
+  // For logs and reports: "TLSv1.3 TLS_AES_256_GCM_SHA384".
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace volley::net

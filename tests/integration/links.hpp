@@ -1,0 +1,76 @@
+#pragma once
+// Tests that run alike over plain TCP and over TLS take a Link parameter:
+// the server tools' extra flags and the in-process transports for each.
+// The certificates are made once per test binary (scripts/make-test-certs.sh).
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/ssl/context.hpp>
+#include <gtest/gtest.h>
+
+#include <volley/net/server.hpp>
+#include <volley/net/tls.hpp>
+
+#include "child_process.hpp"
+
+namespace volley::test {
+
+enum class Link { tcp, tls };
+
+inline std::string link_name(const testing::TestParamInfo<Link>& info) {
+  return info.param == Link::tcp ? "Tcp" : "Tls";
+}
+
+// The throw-away CA, server and client certificates, in a folder removed at exit.
+class TestCerts {
+ public:
+  static const TestCerts& get() {
+    static const TestCerts certs;
+    return certs;
+  }
+  std::string file(const std::string& name) const { return dir_.file("certs/" + name); }
+
+ private:
+  TestCerts() {
+    ChildProcess p({std::string(VOLLEY_SOURCE_DIR) + "/scripts/make-test-certs.sh", dir_.file("certs")},
+                   dir_.file("certs-log"));
+    if (p.wait_for(std::chrono::seconds(60)).value_or(-1) != 0) ADD_FAILURE() << "certificates: " << p.stderr_text();
+  }
+  TempDir dir_;
+};
+
+// Flags that make a server tool serve `link`.
+inline std::vector<std::string> server_flags(Link link) {
+  if (link == Link::tcp) return {};
+  const auto& c = TestCerts::get();
+  return {"--tls", "--cert", c.file("server.pem"), "--key", c.file("server.key")};
+}
+
+// Flags that make a client tool connect over `link`, verifying the server.
+inline std::vector<std::string> client_flags(Link link) {
+  if (link == Link::tcp) return {};
+  return {"--tls", "--ca", TestCerts::get().file("ca.pem")};
+}
+
+using TransportFactory = std::function<std::unique_ptr<net::StreamTransport>()>;
+
+// In-process: transports for a client that verifies the test server as 127.0.0.1.
+inline TransportFactory client_transport(Link link) {
+  if (link == Link::tcp) return {};
+  auto ctx = std::make_shared<boost::asio::ssl::context>(
+      net::make_tls_client_context(TestCerts::get().file("ca.pem"), true, net::TlsVersion::any));
+  return [ctx] { return net::make_tls_transport(*ctx, net::TlsRole::client, "127.0.0.1"); };
+}
+
+inline TransportFactory server_transport(Link link) {
+  if (link == Link::tcp) return {};
+  const auto& c = TestCerts::get();
+  auto ctx = std::make_shared<boost::asio::ssl::context>(
+      net::make_tls_server_context(c.file("server.pem"), c.file("server.key")));
+  return [ctx] { return net::make_tls_transport(*ctx, net::TlsRole::server); };
+}
+
+}  // namespace volley::test

@@ -1,0 +1,419 @@
+// Sessions and protocols over TLS as over TCP: a silent peer noticed from
+// either side, a writer bounded when its reader stops, bad frames counted,
+// the gNB target acking every control message; and what only TLS has: the
+// handshake deadline, plaintext and untrusted clients refused and counted,
+// mutual TLS.
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <gtest/gtest.h>
+
+#include <volley/net/reconnecting_client.hpp>
+#include <volley/net/server.hpp>
+#include <volley/net/session.hpp>
+#include <volley/net/tcp_connect.hpp>
+#include <volley/rpc/client.hpp>
+#include <volley/wire/checked.hpp>
+
+#include "child_process.hpp"
+#include "links.hpp"
+#include "listening_server.hpp"
+#include "raw_client.hpp"
+#include "run_until.hpp"
+#include "server_thread.hpp"
+
+namespace volley::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+namespace asio = boost::asio;
+
+
+// Completes the connection (and its handshake), then neither reads nor sends.
+class Deaf final : public net::StreamHandler {
+ public:
+  std::span<std::byte> read_buffer() override { return buf_; }
+  void on_open(net::TcpConnection& c) override {
+    c.pause_reading();
+    // With no read and no write in flight nothing else holds the connection
+    // (the server keeps only weak references): a wait of its own does, until on_close.
+    keep_.emplace(c.get_executor(), std::chrono::hours(1));
+    keep_->async_wait([self = c.shared_from_this()](const boost::system::error_code&) {});
+  }
+  void on_data(net::TcpConnection&, std::size_t) override {}
+  void on_close(net::TcpConnection&, const net::CloseReason&) override {
+    if (keep_) keep_->cancel();
+  }
+
+ private:
+  std::array<std::byte, 256> buf_{};
+  std::optional<asio::steady_timer> keep_;
+};
+
+// Reads and ignores everything, sends nothing; notices when the peer goes.
+class Mute final : public net::StreamHandler {
+ public:
+  std::span<std::byte> read_buffer() override { return buf_; }
+  void on_data(net::TcpConnection&, std::size_t) override {}
+  void on_close(net::TcpConnection&, const net::CloseReason&) override { closed = true; }
+  bool closed = false;
+
+ private:
+  std::array<std::byte, 4096> buf_{};
+};
+
+// An in-process server of Deaf connections over `link`.
+struct DeafServer {
+  explicit DeafServer(Link link)
+      : server({.bind = "127.0.0.1", .port = 0, .threads = 1, .handle_signals = false,
+                .shutdown_timeout = 200ms, .transport = server_transport(link)}) {
+    server.listen([](std::size_t) { return std::make_unique<Deaf>(); });
+  }
+  net::Server server;
+};
+
+class SessionLink : public testing::TestWithParam<Link> {};
+INSTANTIATE_TEST_SUITE_P(Links, SessionLink, testing::Values(Link::tcp, Link::tls), link_name);
+
+TEST_P(SessionLink, AClientNoticesAServerThatFallsSilentAfterConnecting) {
+  DeafServer deaf(GetParam());
+  ServerThread running(deaf.server);
+  asio::io_context loop;
+  net::ReconnectingClientOptions o;
+  o.port = deaf.server.port();
+  o.make_codec = [] { return net::make_checked_codec(1 << 20); };
+  o.make_transport = client_transport(GetParam());
+  o.session.heartbeat_interval = 100ms;
+  o.session.heartbeat_misses = 2;
+  std::optional<net::CloseReason> reason;
+  bool connected = false;
+  net::ReconnectingClient client(loop, o,
+                                 {.on_connected = [&] { connected = true; },
+                                  .on_disconnected = [&](const net::CloseReason& r) { if (!reason) reason = r; },
+                                  .on_connect_failed = {},
+                                  .on_message = {}});
+  client.start();
+  ASSERT_TRUE(run_until(loop, [&] { return reason.has_value(); }, 10s));
+  client.stop();
+  EXPECT_TRUE(connected);  // the handshake completed: silence came after
+  EXPECT_EQ(reason->kind, net::CloseReason::Kind::heartbeat_timeout) << reason->detail;
+  EXPECT_EQ(client.stats().failed_attempts, 0u);
+}
+
+TEST_P(SessionLink, AServerNoticesAClientThatFallsSilentAfterConnecting) {
+  TempDir dir;
+  std::vector<std::string> args{"--heartbeat-ms", "100", "--heartbeat-misses", "2"};
+  for (auto& f : server_flags(GetParam())) args.push_back(f);
+  RunningPingPongServer server(dir, args);
+  asio::io_context loop;
+  boost::system::error_code ec;
+  auto socket = net::connect_tcp(loop, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 2s, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  const auto transport = client_transport(GetParam());
+  auto handler = std::make_unique<Mute>();
+  Mute& mute = *handler;
+  auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(handler), net::ConnectionLimits{},
+                                                         transport ? transport() : nullptr);
+  connection->start();
+  ASSERT_TRUE(run_until(loop, [&] { return mute.closed; }, 10s));  // the server gave up on us
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report.at("closes").as_object(), "heartbeat timeout"), 1u);
+  EXPECT_EQ(json_u64(report, "handshake_failures"), 0u);
+}
+
+TEST_P(SessionLink, AWriterWhosePeerStopsReadingIsBoundedAndTold) {
+  DeafServer deaf(GetParam());
+  ServerThread running(deaf.server);
+  asio::io_context loop;
+  boost::system::error_code ec;
+  auto socket = net::connect_tcp(loop, "127.0.0.1", deaf.server.port(), 2s, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  struct Events : net::SessionEvents {
+    int congested = 0, drained = 0;
+    bool opened = false;
+    void on_open(net::Session&) override { opened = true; }
+    void on_message(net::Session&, std::span<const std::byte>) override {}
+    void on_backpressure(net::Session&, bool c) override { ++(c ? congested : drained); }
+  } events;
+  net::SessionOptions options;
+  options.heartbeat_interval = 0ms;
+  options.high_water = 256 * 1024;
+  auto session = std::make_unique<net::Session>(net::make_checked_codec(1 << 20), options, events);
+  net::Session& s = *session;
+  const auto transport = client_transport(GetParam());
+  auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(session), net::ConnectionLimits{},
+                                                         transport ? transport() : nullptr);
+  connection->start();
+  ASSERT_TRUE(run_until(loop, [&] { return events.opened; }, 5s));
+  const std::vector<std::byte> payload(16 * 1024, std::byte{0x5A});
+  std::size_t peak = 0;
+  // The kernel's buffers fill first (they grow as we push), then ours, to high water and no further.
+  for (int round = 0; round < 200 && !s.congested(); ++round) {
+    for (int i = 0; i < 10000 && !s.congested(); ++i) {
+      s.send(payload);
+      peak = std::max(peak, s.queued_bytes());
+      loop.poll();
+    }
+    loop.run_for(20ms);
+  }
+  ASSERT_TRUE(s.congested());
+  EXPECT_EQ(events.congested, events.drained + 1);
+  EXPECT_EQ(s.send(payload), net::SendResult::high_water);
+  EXPECT_LE(peak, options.high_water + payload.size() + wire::checked::kHeaderSize);
+  EXPECT_LE(s.queued_bytes(), options.high_water + payload.size() + wire::checked::kHeaderSize);
+  connection->abort({});
+}
+
+// A handler that sends fixed bytes once open and records what comes back.
+class Scripted final : public net::StreamHandler {
+ public:
+  explicit Scripted(std::vector<std::byte> bytes) : bytes_(std::move(bytes)) {}
+  std::span<std::byte> read_buffer() override { return buf_; }
+  void on_open(net::TcpConnection& c) override { c.send(bytes_); }
+  void on_data(net::TcpConnection&, std::size_t n) override {
+    received.insert(received.end(), buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  void on_close(net::TcpConnection&, const net::CloseReason&) override { closed = true; }
+  std::vector<std::byte> received;
+  bool closed = false;
+
+ private:
+  std::vector<std::byte> bytes_;
+  std::array<std::byte, 4096> buf_{};
+};
+
+std::vector<std::byte> checked_frame(std::string_view payload, bool corrupt) {
+  std::vector<std::byte> f(wire::checked::kHeaderSize + payload.size());
+  const std::size_t total = f.size();
+  f[0] = std::byte(total >> 16);
+  f[1] = std::byte(total >> 8);
+  f[2] = std::byte(total);
+  f[3] = std::byte{0x01};  // a data message
+  std::uint8_t x = 0;
+  for (std::size_t i = 0; i < payload.size(); ++i) {
+    f[5 + i] = std::byte(static_cast<unsigned char>(payload[i]));
+    x ^= static_cast<std::uint8_t>(payload[i]);
+  }
+  f[4] = std::byte(corrupt ? x ^ 0xFF : x);
+  return f;
+}
+
+TEST_P(SessionLink, BadFramesAreCountedAndTheRestServedUnderTheDropPolicy) {
+  TempDir dir;
+  std::vector<std::string> args{"--on-protocol-error", "drop"};
+  for (auto& f : server_flags(GetParam())) args.push_back(f);
+  RunningPingPongServer server(dir, args);
+  asio::io_context loop;
+  boost::system::error_code ec;
+  auto socket = net::connect_tcp(loop, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 2s, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  std::vector<std::byte> bytes = checked_frame("first", false);
+  for (auto b : checked_frame("garbled", true)) bytes.push_back(b);
+  for (auto b : checked_frame("last", false)) bytes.push_back(b);
+  auto handler = std::make_unique<Scripted>(bytes);
+  Scripted& h = *handler;
+  const auto transport = client_transport(GetParam());
+  auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(handler), net::ConnectionLimits{},
+                                                         transport ? transport() : nullptr);
+  connection->start();
+  std::vector<std::byte> expected = checked_frame("first", false);
+  for (auto b : checked_frame("last", false)) expected.push_back(b);
+  ASSERT_TRUE(run_until(loop, [&] { return h.received.size() >= expected.size(); }, 5s));
+  EXPECT_EQ(h.received, expected);
+  connection->close({});
+  run_until(loop, [&] { return h.closed; }, 5s);
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report, "protocol_errors"), 1u);
+  EXPECT_EQ(json_u64(report, "messages_in"), 2u);
+}
+
+class GnbOver : public testing::TestWithParam<Link> {};
+INSTANTIATE_TEST_SUITE_P(Links, GnbOver, testing::Values(Link::tcp, Link::tls), link_name);
+
+TEST_P(GnbOver, TheTargetAcksEveryControlMessageOfEveryConnection) {
+  TempDir dir;
+  std::vector<std::string> args{"target", "-b", "127.0.0.1", "-p", "0", "-t", "2", "--reply", "ack", "--json",
+                                "--no-progress"};
+  for (auto& f : server_flags(GetParam())) args.push_back(f);
+  ListeningServer target(dir, args, "target");
+  std::vector<std::string> gen{bin("volley"), "gen", "-p", std::to_string(target.port()), "-c", "3", "-t", "1",
+                               "-r", "30000", "-m", "1001:16:50", "8001:200:50", "--json", "--no-progress"};
+  for (auto& f : client_flags(GetParam())) gen.push_back(f);
+  ChildProcess client(gen, dir.file("gen"));
+  ASSERT_EQ(client.wait_for(60s).value_or(-1), 0) << client.stderr_text();
+  const auto sent = boost::json::parse(client.stdout_text()).as_object();
+  const auto report = target.stop();
+  EXPECT_GT(json_u64(sent, "frames"), 10000u);
+  const std::uint64_t controls = json_u64(sent.at("specs").as_array().at(0).as_object(), "frames");
+  EXPECT_GT(controls, 5000u);
+  const auto& replies = sent.at("replies").as_object();
+  EXPECT_EQ(json_u64(replies, "ack"), controls);  // every control message acked, on every connection
+  EXPECT_EQ(json_u64(replies, "unmatched"), 0u);
+  EXPECT_EQ(json_u64(report.at("replies").as_object(), "ack"), controls);
+  EXPECT_EQ(json_u64(report, "handshake_failures"), 0u);
+}
+
+// What only TLS has.
+
+std::vector<std::string> pingpong(int port, std::vector<std::string> extra) {
+  std::vector<std::string> argv{bin("volley"), "pingpong", "-p", std::to_string(port), "--group", "1", "--sizes",
+                                "10", "1000", "--count", "20", "--no-progress", "--json"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+int run_client(const TempDir& dir, const std::vector<std::string>& argv, const std::string& name, std::string* log = nullptr) {
+  ChildProcess p(argv, dir.file(name));
+  const int code = p.wait_for(60s).value_or(-1);
+  if (log) *log = p.stderr_text();
+  return code;
+}
+
+TEST(Tls, AClientThatNeverHandshakesIsClosedAtTheDeadlineWhileOthersAreServed) {
+  TempDir dir;
+  std::vector<std::string> args = server_flags(Link::tls);
+  args.insert(args.end(), {"--handshake-timeout", "0.3"});
+  RunningPingPongServer server(dir, args);
+  const auto start = Clock::now();
+  RawClient idle(server.port());  // connects and says nothing
+  EXPECT_EQ(run_client(dir, pingpong(server.port(), client_flags(Link::tls)), "good"), 0);
+  EXPECT_TRUE(idle.peer_closed());
+  const auto elapsed = Clock::now() - start;
+  EXPECT_GE(elapsed, 300ms);
+  EXPECT_LT(elapsed, 5s);
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report, "handshake_failures"), 1u);
+  EXPECT_EQ(json_u64(report, "sessions"), 1u);
+}
+
+TEST(Tls, PlaintextAndUntrustedClientsAreRefusedAndCounted) {
+  TempDir dir;
+  RunningPingPongServer server(dir, server_flags(Link::tls));
+  std::string log;
+  EXPECT_EQ(run_client(dir, pingpong(server.port(), {}), "plain", &log), 1);
+  EXPECT_NE(log.find("session ended"), std::string::npos) << log;
+  EXPECT_EQ(run_client(dir, pingpong(server.port(), {"--tls", "--ca", TestCerts::get().file("other-ca.pem")}),
+                       "untrusted", &log),
+            1);
+  EXPECT_NE(log.find("certificate verify failed"), std::string::npos) << log;
+  EXPECT_EQ(run_client(dir, pingpong(server.port(), client_flags(Link::tls)), "good", &log), 0) << log;
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report, "handshake_failures"), 2u);
+  EXPECT_EQ(json_u64(report, "sessions"), 1u);
+}
+
+TEST(Tls, MutualTlsServesOnlyClientsWithACertificateFromItsCa) {
+  TempDir dir;
+  std::vector<std::string> args = server_flags(Link::tls);
+  args.insert(args.end(), {"--client-ca", TestCerts::get().file("ca.pem")});
+  RunningPingPongServer server(dir, args);
+  std::string log;
+  EXPECT_EQ(run_client(dir, pingpong(server.port(), client_flags(Link::tls)), "anonymous", &log), 1);
+  std::vector<std::string> with_cert = client_flags(Link::tls);
+  with_cert.insert(with_cert.end(), {"--cert", TestCerts::get().file("client.pem"), "--key",
+                                     TestCerts::get().file("client.key")});
+  EXPECT_EQ(run_client(dir, pingpong(server.port(), with_cert), "known", &log), 0) << log;
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report, "handshake_failures"), 1u);
+  EXPECT_EQ(json_u64(report, "sessions"), 1u);
+}
+
+}  // namespace
+}  // namespace volley::test
+
+namespace volley::test {
+namespace {
+
+class RpcOver : public testing::TestWithParam<Link> {};
+INSTANTIATE_TEST_SUITE_P(Links, RpcOver, testing::Values(Link::tcp, Link::tls), link_name);
+
+TEST_P(RpcOver, EveryCallOfBothExchangesIsAnswered) {
+  TempDir dir;
+  std::vector<std::string> args{"rpc-server", "-b", "127.0.0.1", "-p", "0", "--json"};
+  for (auto& f : server_flags(GetParam())) args.push_back(f);
+  ListeningServer server(dir, args, "rpc-server");
+  std::vector<std::string> bench{bin("volley"), "rpc-bench", "-p", std::to_string(server.port()), "-z", "0.3",
+                                 "--in-flight", "4", "--json"};
+  for (auto& f : client_flags(GetParam())) bench.push_back(f);
+  ChildProcess client(bench, dir.file("rpc-bench"));
+  ASSERT_EQ(client.wait_for(60s).value_or(-1), 0) << client.stderr_text();
+  const auto report = boost::json::parse(client.stdout_text()).as_object();
+  std::uint64_t round_trips = 0;
+  for (const auto& r : report.at("results").as_array()) {
+    EXPECT_GT(json_u64(r.as_object(), "round_trips"), 0u);
+    round_trips += json_u64(r.as_object(), "round_trips");
+  }
+  const auto served = server.stop();
+  EXPECT_EQ(json_u64(served, "calls"), round_trips);  // nothing answered that was not counted, nothing lost
+  EXPECT_EQ(json_u64(served, "handshake_failures"), 0u);
+}
+
+TEST_P(RpcOver, AServerClosesAClientThatFallsSilent) {
+  TempDir dir;
+  std::vector<std::string> args{"rpc-server", "-b", "127.0.0.1", "-p", "0", "--json", "--heartbeat-ms", "100",
+                                "--heartbeat-misses", "2"};
+  for (auto& f : server_flags(GetParam())) args.push_back(f);
+  ListeningServer server(dir, args, "rpc-server");
+  asio::io_context loop;
+  boost::system::error_code ec;
+  auto socket = net::connect_tcp(loop, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 2s, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  const auto transport = client_transport(GetParam());
+  auto handler = std::make_unique<Mute>();
+  Mute& mute = *handler;
+  auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(handler), net::ConnectionLimits{},
+                                                         transport ? transport() : nullptr);
+  const auto start = Clock::now();
+  connection->start();
+  ASSERT_TRUE(run_until(loop, [&] { return mute.closed; }, 10s));
+  EXPECT_GE(Clock::now() - start, 200ms);  // interval x misses of silence, not sooner
+  server.stop();
+}
+
+TEST_P(RpcOver, AClientFailsItsPendingCallsWhenTheServerFallsSilent) {
+  DeafServer deaf(GetParam());
+  ServerThread running(deaf.server);
+  asio::io_context loop;
+  rpc::RpcClient client(loop);
+  net::SessionOptions options;
+  options.heartbeat_interval = 100ms;
+  options.heartbeat_misses = 2;
+  client.set_session_options(options);
+  boost::system::error_code ec;
+  const auto transport = client_transport(GetParam());
+  client.connect("127.0.0.1", deaf.server.port(), 5s, transport ? transport() : nullptr, ec);
+  ASSERT_FALSE(ec) << ec.message() << " " << client.last_remote_error();
+  std::optional<boost::system::error_code> result;
+  struct Ping {
+    std::uint32_t n;
+  };
+  client.call<Ping>(1, 2, Ping{7}, 30s, [&](const boost::system::error_code& e, Ping) { result = e; });
+  ASSERT_TRUE(run_until(loop, [&] { return result.has_value(); }, 10s));
+  EXPECT_EQ(*result, rpc::ClientErrc::connection_closed);  // long before the call's own 30 s
+  EXPECT_NE(client.last_remote_error().find("heartbeat timeout"), std::string::npos) << client.last_remote_error();
+}
+
+TEST(Tls, AnRpcClientThatCannotVerifyTheServerSaysWhy) {
+  TempDir dir;
+  std::vector<std::string> args{"rpc-server", "-b", "127.0.0.1", "-p", "0", "--json"};
+  for (auto& f : server_flags(Link::tls)) args.push_back(f);
+  ListeningServer server(dir, args, "rpc-server");
+  ChildProcess client({bin("volley"), "rpc-bench", "-p", std::to_string(server.port()), "-z", "0.2", "--mode", "ping",
+                       "--tls", "--ca", TestCerts::get().file("other-ca.pem")},
+                      dir.file("rpc-bench"));
+  EXPECT_EQ(client.wait_for(60s).value_or(-1), 1);
+  EXPECT_NE(client.stdout_text().find("certificate verify failed"), std::string::npos) << client.stdout_text();
+  EXPECT_EQ(json_u64(server.stop(), "handshake_failures"), 1u);
+}
+
+}  // namespace
+}  // namespace volley::test

@@ -1,0 +1,68 @@
+#include "tls_flags.hpp"
+
+#include <stdexcept>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <volley/net/tls.hpp>
+
+namespace volley::tools {
+
+namespace ssl = boost::asio::ssl;
+
+void add_tls_server_flags(CLI::App& cmd, TlsServerFlags& flags) {
+  cmd.add_flag("--tls", flags.tls, "Serve over TLS 1.2/1.3 (needs --cert and --key)");
+  cmd.add_option("--cert", flags.cert, "TLS: certificate chain file (PEM, the server's first)");
+  cmd.add_option("--key", flags.key, "TLS: private key file (PEM)");
+  cmd.add_option("--client-ca", flags.client_ca,
+                 "TLS: require a client certificate signed by this CA (mutual TLS)");
+  cmd.add_option("--handshake-timeout", flags.handshake_timeout_s,
+                 "TLS: seconds a connection has to finish its handshake before it is closed and counted")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3600.0));
+}
+
+void apply_tls(net::ServerOptions& options, const TlsServerFlags& flags) {
+  if (!flags.tls) {
+    if (!flags.cert.empty() || !flags.key.empty() || !flags.client_ca.empty())
+      throw std::runtime_error("--cert, --key and --client-ca are for TLS only");
+    return;
+  }
+  if (flags.cert.empty() || flags.key.empty())
+    throw std::runtime_error("TLS needs --cert and --key (scripts/make-test-certs.sh makes a throw-away pair)");
+  auto context = std::make_shared<ssl::context>(net::make_tls_server_context(flags.cert, flags.key, flags.client_ca));
+  options.transport = [context] { return net::make_tls_transport(*context, net::TlsRole::server); };
+  options.connection_limits.handshake_timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>(flags.handshake_timeout_s * 1000));
+}
+
+void add_tls_client_flags(CLI::App& cmd, TlsClientFlags& flags) {
+  cmd.add_flag("--tls", flags.tls, "Connect over TLS, verifying the server's certificate and name");
+  cmd.add_option("--ca", flags.ca, "TLS: CA certificate file to verify the server with (default: the system's)");
+  cmd.add_flag("--insecure", flags.insecure, "TLS: do not verify the server's certificate (says so loudly)");
+  cmd.add_option("--tls-version", flags.version, "TLS: any (1.2 or 1.3), 1.2 or 1.3")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"any", "1.2", "1.3"}));
+  cmd.add_option("--cert", flags.cert, "TLS: client certificate chain to present (mutual TLS)");
+  cmd.add_option("--key", flags.key, "TLS: the client certificate's private key");
+}
+
+TransportFactory tls_client_transport(const TlsClientFlags& flags, const std::string& server_name) {
+  if (!flags.tls) {
+    if (!flags.ca.empty() || flags.insecure || !flags.cert.empty() || !flags.key.empty())
+      throw std::runtime_error("--ca, --insecure, --cert and --key need --tls");
+    return {};
+  }
+  if (flags.cert.empty() != flags.key.empty()) throw std::runtime_error("--cert and --key go together");
+  if (flags.insecure)
+    spdlog::warn("--insecure: the server's certificate is NOT verified; anyone in the path can read and change the traffic");
+  const net::TlsVersion version = flags.version == "1.2"   ? net::TlsVersion::tls12
+                                  : flags.version == "1.3" ? net::TlsVersion::tls13
+                                                           : net::TlsVersion::any;
+  auto context = std::make_shared<ssl::context>(net::make_tls_client_context(flags.ca, !flags.insecure, version));
+  if (!flags.cert.empty()) net::use_tls_client_certificate(*context, flags.cert, flags.key);
+  return [context, server_name] { return net::make_tls_transport(*context, net::TlsRole::client, server_name); };
+}
+
+}  // namespace volley::tools
