@@ -49,6 +49,8 @@ def throughput_rows(bindir, certs, record):
         ("TCP, 1 client, 1 thread", CROSS, ["-c", "1", "-t", "1"], 1, "tcp", "raw epoll server"),
         ("TCP, 100 clients, 2 threads", SHARED, ["-c", "100", "-t", "2"], 2, "tcp", "raw epoll server, 2 threads"),
         ("UDP, 1 client, 1 thread", CROSS, ["-c", "1", "-t", "1"], 1, "udp", "raw recvmmsg/sendmmsg echo"),
+        ("UDP, 1 client, 1 thread", CROSS, ["-c", "1", "-t", "1"], 1, "udp",
+         "raw recvmmsg/sendmmsg echo, segmentation offload"),
         ("TLS 1.3, 1 client, 1 thread", CROSS, ["-c", "1", "-t", "1", "--tls-version", "1.3"], 1, "tls", "Volley TCP"),
         ("TLS 1.2, 1 client, 1 thread", CROSS, ["-c", "1", "-t", "1", "--tls-version", "1.2"], 1, "tls", "Volley TCP"),
         ("TLS 1.3, 100 clients, 2 threads", SHARED, ["-c", "100", "-t", "2"], 2, "tls", "Volley TCP"),
@@ -65,7 +67,8 @@ def throughput_rows(bindir, certs, record):
                 bs.append(client(bindir, ccpu, port, args))
             elif proto == "udp":
                 port = 32232
-                b = ServerProcess([f"{bindir}/raw_udp_echo", str(port)], scpu)
+                gso = ["gso"] if "segmentation offload" in baseline else []
+                b = ServerProcess([f"{bindir}/raw_udp_echo", str(port), *gso], scpu)
                 bs.append(client(bindir, ccpu, port, args, "udp"))
             else:
                 b = volley_server(bindir, scpu, "tcp", threads)

@@ -2,6 +2,8 @@
 //   udp_load echo PORT SECONDS              echo every datagram back, for SECONDS
 //   udp_load flood PORT SECONDS WINDOW SIZE keep WINDOW datagrams in flight; prints datagrams/s
 //   udp_load ping PORT COUNT SIZE           one at a time; prints round-trip percentiles
+//   udp_load blast PORT SECONDS SIZE        send as fast as the socket takes (sendmmsg, 32 a call)
+//   udp_load sink PORT SECONDS              count what arrives (recvmmsg); datagrams/s from the first to the last
 // Each prints one JSON line.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -109,6 +111,63 @@ int ping(int port, int count, int size) {
   return 0;
 }
 
+int blast(int port, double seconds, int size) {
+  const int fd = udp_socket(0);
+  const sockaddr_in to = loopback(port);
+  constexpr int kBatch = 32;
+  std::vector<char> out(static_cast<size_t>(size), 'b');
+  std::vector<mmsghdr> h(kBatch);
+  std::vector<iovec> iov(kBatch);
+  for (int i = 0; i < kBatch; ++i) {
+    iov[static_cast<size_t>(i)] = {out.data(), out.size()};
+    h[static_cast<size_t>(i)] = {};
+    h[static_cast<size_t>(i)].msg_hdr.msg_iov = &iov[static_cast<size_t>(i)];
+    h[static_cast<size_t>(i)].msg_hdr.msg_iovlen = 1;
+    h[static_cast<size_t>(i)].msg_hdr.msg_name = const_cast<sockaddr_in*>(&to);
+    h[static_cast<size_t>(i)].msg_hdr.msg_namelen = sizeof to;
+  }
+  unsigned long long sent = 0;
+  const auto start = Clock::now();
+  const auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  while (Clock::now() < end) {
+    const int n = ::sendmmsg(fd, h.data(), kBatch, 0);
+    if (n > 0) sent += static_cast<unsigned long long>(n);
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  std::printf("{\"mode\":\"blast\",\"sent\":%llu,\"seconds\":%.6f,\"sent_per_s\":%.1f}\n", sent, secs,
+              static_cast<double>(sent) / secs);
+  return 0;
+}
+
+int sink(int port, double seconds) {
+  const int fd = udp_socket(port);
+  constexpr int kBatch = 64;
+  std::vector<char> in(static_cast<size_t>(kBatch) * 2048);
+  std::vector<mmsghdr> h(kBatch);
+  std::vector<iovec> iov(kBatch);
+  for (int i = 0; i < kBatch; ++i) {
+    iov[static_cast<size_t>(i)] = {in.data() + i * 2048, 2048};
+    h[static_cast<size_t>(i)] = {};
+    h[static_cast<size_t>(i)].msg_hdr.msg_iov = &iov[static_cast<size_t>(i)];
+    h[static_cast<size_t>(i)].msg_hdr.msg_iovlen = 1;
+  }
+  unsigned long long received = 0;
+  Clock::time_point first{}, last{};
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  while (Clock::now() < end) {
+    if (!wait_readable(fd, 50)) continue;
+    const int n = ::recvmmsg(fd, h.data(), kBatch, MSG_DONTWAIT, nullptr);
+    if (n <= 0) continue;
+    if (received == 0) first = Clock::now();
+    received += static_cast<unsigned long long>(n);
+    last = Clock::now();
+  }
+  const double secs = received > 1 ? std::chrono::duration<double>(last - first).count() : 0.0;
+  std::printf("{\"mode\":\"sink\",\"received\":%llu,\"seconds\":%.6f,\"received_per_s\":%.1f}\n", received, secs,
+              secs > 0 ? static_cast<double>(received) / secs : 0.0);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,6 +175,8 @@ int main(int argc, char** argv) {
   if (mode == "echo" && argc == 4) return echo(std::atoi(argv[2]), std::atof(argv[3]));
   if (mode == "flood" && argc == 6) return flood(std::atoi(argv[2]), std::atof(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]));
   if (mode == "ping" && argc == 5) return ping(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]));
-  std::fprintf(stderr, "usage: udp_load echo PORT SECONDS | flood PORT SECONDS WINDOW SIZE | ping PORT COUNT SIZE\n");
+  if (mode == "blast" && argc == 5) return blast(std::atoi(argv[2]), std::atof(argv[3]), std::atoi(argv[4]));
+  if (mode == "sink" && argc == 4) return sink(std::atoi(argv[2]), std::atof(argv[3]));
+  std::fprintf(stderr, "usage: udp_load echo PORT SECONDS | flood PORT SECONDS WINDOW SIZE | ping PORT COUNT SIZE | blast PORT SECONDS SIZE | sink PORT SECONDS\n");
   return 2;
 }

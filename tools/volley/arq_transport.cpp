@@ -49,6 +49,7 @@ class ArqTransport final : public MessageTransport {
     boost::json::object o{
         {"foreign_datagrams", channel_->stats().foreign_datagrams},
         {"kernel_drops", channel_->kernel_drops()},
+        {"send_failures", channel_->udp_stats().send_failures},  // datagrams the kernel refused: losses
         {"bytes_sent", e.bytes_sent()},
         {"sender", boost::json::object{{"packets_sent", s.packets_sent},
                                        {"retransmissions", s.retransmissions},

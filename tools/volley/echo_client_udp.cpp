@@ -10,113 +10,104 @@ namespace asio = boost::asio;
 
 UdpEchoClient::UdpEchoClient(asio::io_context& loop, const EchoRun& run, EchoClientCounters& counters,
                              std::function<void()> done)
-    : socket_(loop),
-      loss_timer_(loop),
-      run_(run),
-      counters_(counters),
-      done_(std::move(done)),
-      out_(kEchoUdpBatch, run.message_size),
-      in_(kEchoUdpBatch, run.message_size + 1) {}  // one byte more: a longer echo shows as too long
+    : loop_(loop), loss_timer_(loop), run_(run), counters_(counters), done_(std::move(done)) {}
 
 void UdpEchoClient::start(const asio::ip::udp::endpoint& server) {
   boost::system::error_code ec;
-  socket_.open(server.protocol(), ec);
-  if (!ec) socket_.set_option(asio::socket_base::receive_buffer_size(4 << 20), ec);
-  if (!ec) socket_.connect(server, ec);
-  if (!ec) socket_.non_blocking(true, ec);
+  asio::ip::udp::socket socket(loop_);
+  socket.open(server.protocol(), ec);
+  if (!ec) socket.set_option(asio::socket_base::receive_buffer_size(4 << 20), ec);
+  if (!ec) socket.connect(server, ec);
   if (ec) {
     counters_.errors.add();
     if (counters_.first_error.empty()) counters_.first_error = "udp: " + ec.message();
     return finish();
   }
+  // One byte more than a message: a longer echo shows as too long (truncated).
+  net::UdpEndpointOptions options;
+  options.batch = kEchoUdpBatch;
+  options.max_datagram = run_.message_size + 1;
+  endpoint_ = std::make_unique<net::UdpEndpoint>(std::move(socket), options);
   send_more(run_.in_flight);
-  wait_read();
+  // Held weakly: the endpoint belongs to this client. The loss timer keeps the
+  // client alive until finish() cancels it, and the endpoint is stopped by then.
+  endpoint_->start(
+      [weak = weak_from_this()](std::span<const std::byte> d, const auto&) {
+        if (const auto self = weak.lock()) self->on_echo(d);
+      },
+      [weak = weak_from_this()] {
+        if (const auto self = weak.lock()) self->after_batch();
+      });
   check_loss();
 }
 
 void UdpEchoClient::send_more(std::size_t count) {
-  while (count > 0) {
-    const std::size_t n = std::min(count, out_.capacity());
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::span<std::byte> b = out_.buffer(i);
-      const std::uint64_t seq = next_sequence_ + i;
-      const auto body = run_.pattern->at(seq, b.size() - sizeof seq);
-      std::memcpy(b.data(), &seq, sizeof seq);
-      std::memcpy(b.data() + sizeof seq, body.data(), body.size());
-      out_.set_length(i, b.size());
-    }
-    const auto now = EchoRun::Clock::now();
-    for (std::size_t i = 0; i < n; ++i) window_.push_back({now, false});
-    std::error_code ec;
-    const std::size_t sent = out_.send(socket_.native_handle(), n, false, ec);
-    // Datagrams the kernel would not take count as lost when their echoes do not come.
-    next_sequence_ += n;
-    in_flight_ += n;
-    counters_.bytes_sent.add(sent * run_.message_size);
-    count -= n;
-    if (ec) break;
+  // Built in place in the endpoint's queue; they leave together at the end of
+  // this batch or loop turn. Datagrams the kernel does not take count as lost
+  // when their echoes do not come.
+  const auto now = EchoRun::Clock::now();
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::span<std::byte> b = endpoint_->prepare(run_.message_size);
+    const std::uint64_t seq = next_sequence_++;
+    const auto body = run_.pattern->at(seq, b.size() - sizeof seq);
+    std::memcpy(b.data(), &seq, sizeof seq);
+    std::memcpy(b.data() + sizeof seq, body.data(), body.size());
+    window_.push_back({now, false});
   }
+  in_flight_ += count;
+  counters_.bytes_sent.add(count * run_.message_size);
 }
 
-void UdpEchoClient::wait_read() {
-  socket_.async_wait(asio::socket_base::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec) return;
-    self->drain();
-    if (self->socket_.is_open()) self->wait_read();
-  });
+void UdpEchoClient::on_echo(std::span<const std::byte> b) {
+  if (b.size() != run_.message_size) {
+    counters_.mismatched_bytes.add(b.size());
+    return;
+  }
+  std::uint64_t seq = 0;
+  std::memcpy(&seq, b.data(), sizeof seq);
+  // Late (already counted lost), duplicated, or never sent: not a fresh echo.
+  if (seq < window_start_ || seq >= next_sequence_) return;
+  Outstanding& o = window_[seq - window_start_];
+  if (o.answered) return;
+  o.answered = true;
+  if (!run_.pattern->matches(seq, b.subspan(sizeof seq))) counters_.mismatched_bytes.add(b.size());
+  if (run_.rtt)
+    counters_.rtt_ns.record(static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(EchoRun::Clock::now() - o.sent).count()));
+  ++fresh_;
 }
 
-void UdpEchoClient::drain() {
-  for (;;) {
-    std::error_code ec;
-    const std::size_t n = in_.receive(socket_.native_handle(), ec);
-    if (ec) {
-      // ECONNREFUSED: nobody at the server's port (an ICMP came back); the loss timer handles the rest.
-      counters_.errors.add();
-      if (counters_.first_error.empty()) counters_.first_error = "udp: " + ec.message();
-    }
-    if (n == 0) break;
-    std::size_t fresh = 0;
-    const auto now = EchoRun::Clock::now();
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t len = in_.length(i);
-      if (len != run_.message_size) {
-        counters_.mismatched_bytes.add(len);
-        continue;
-      }
-      const std::span<const std::byte> b = in_.buffer(i).first(len);
-      std::uint64_t seq = 0;
-      std::memcpy(&seq, b.data(), sizeof seq);
-      // Late (already counted lost), duplicated, or never sent: not a fresh echo.
-      if (seq < window_start_ || seq >= next_sequence_) continue;
-      Outstanding& o = window_[seq - window_start_];
-      if (o.answered) continue;
-      o.answered = true;
-      if (!run_.pattern->matches(seq, b.subspan(sizeof seq))) counters_.mismatched_bytes.add(len);
-      if (run_.rtt)
-        counters_.rtt_ns.record(
-            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - o.sent).count()));
-      ++fresh;
-    }
-    while (!window_.empty() && window_.front().answered) {
-      window_.pop_front();
-      ++window_start_;
-    }
-    in_flight_ -= std::min(in_flight_, fresh);
-    counters_.messages.add(fresh);
-    counters_.bytes_received.add(fresh * run_.message_size);
-    if (run_.running()) {
-      send_more(fresh);
-    } else if (in_flight_ == 0) {
-      return finish();
-    }
+void UdpEchoClient::after_batch() {
+  const net::UdpEndpointStats& s = endpoint_->stats();
+  if (s.truncated != truncated_counted_) {
+    counters_.mismatched_bytes.add((s.truncated - truncated_counted_) * (run_.message_size + 1));
+    truncated_counted_ = s.truncated;
+  }
+  if (s.receive_errors + s.send_failures != errors_counted_) {
+    // ECONNREFUSED: nobody at the server's port (an ICMP came back); the loss timer handles the rest.
+    counters_.errors.add(s.receive_errors + s.send_failures - errors_counted_);
+    errors_counted_ = s.receive_errors + s.send_failures;
+    if (counters_.first_error.empty()) counters_.first_error = "udp: " + endpoint_->last_error().message();
+  }
+  while (!window_.empty() && window_.front().answered) {
+    window_.pop_front();
+    ++window_start_;
+  }
+  const std::size_t fresh = std::exchange(fresh_, 0);
+  in_flight_ -= std::min(in_flight_, fresh);
+  counters_.messages.add(fresh);
+  counters_.bytes_received.add(fresh * run_.message_size);
+  if (run_.running()) {
+    send_more(fresh);
+  } else if (in_flight_ == 0) {
+    finish();
   }
 }
 
 void UdpEchoClient::check_loss() {
   loss_timer_.expires_after(kLossTimeout / 4);
   loss_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec || !self->socket_.is_open()) return;
+    if (ec || !self->endpoint_->is_open()) return;
     // Every datagram out for longer than the timeout is lost; each is replaced.
     const auto cutoff = EchoRun::Clock::now() - kLossTimeout;
     std::size_t lost = 0;
@@ -140,9 +131,8 @@ void UdpEchoClient::check_loss() {
 }
 
 void UdpEchoClient::finish() {
-  boost::system::error_code ignored;
   loss_timer_.cancel();
-  socket_.close(ignored);
+  if (endpoint_) endpoint_->stop();
   counters_.finished = EchoRun::Clock::now();
   if (done_) std::exchange(done_, nullptr)();
 }

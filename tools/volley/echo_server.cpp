@@ -15,8 +15,7 @@
 
 #include <volley/metrics/counter.hpp>
 #include <volley/net/server.hpp>
-#include <volley/net/udp_batch.hpp>
-#include <volley/net/udp_drops.hpp>
+#include <volley/net/udp_endpoint.hpp>
 
 #include "commands.hpp"
 #include "echo_common.hpp"
@@ -119,50 +118,45 @@ class TcpEchoHandler final : public net::StreamHandler {
 class UdpEchoWorker {
  public:
   UdpEchoWorker(asio::io_context& loop, const asio::ip::udp::endpoint& endpoint, WorkerCounters& counters)
-      : socket_(loop), batch_(kEchoUdpBatch, kEchoMaxDatagram), counters_(counters) {
-    socket_.open(endpoint.protocol());
-    socket_.set_option(asio::socket_base::reuse_address(true));
-    const int one = 1;
-    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-    socket_.set_option(asio::socket_base::receive_buffer_size(4 << 20));
-    socket_.set_option(asio::socket_base::send_buffer_size(4 << 20));
-    socket_.bind(endpoint);
-    socket_.non_blocking(true);
+      : endpoint_(loop, endpoint, options()), counters_(counters) {}
+  asio::ip::udp::endpoint local_endpoint() const { return endpoint_.local_endpoint(); }
+  void start() {
+    // Each datagram goes back where it came from; a batch's echoes leave in one sendmmsg.
+    endpoint_.start(
+        [this](std::span<const std::byte> datagram, const asio::ip::udp::endpoint& from) {
+          endpoint_.send(datagram, from);
+          counters_.datagrams.add();
+          counters_.bytes.add(datagram.size());
+        },
+        [this] { count_errors(); });
   }
-  asio::ip::udp::endpoint local_endpoint() const { return socket_.local_endpoint(); }
-  void start() { wait(); }
   void stop() {
-    if (socket_.is_open()) kernel_drops_ = net::udp_receive_drops(socket_.native_handle()).value_or(0);
-    boost::system::error_code ignored;
-    socket_.close(ignored);
+    endpoint_.stop();
+    count_errors();
   }
   // Datagrams the kernel dropped on this socket (receive buffer full), as of stop().
-  std::uint64_t kernel_drops() const { return kernel_drops_; }
+  std::uint64_t kernel_drops() { return endpoint_.kernel_drops(); }
 
  private:
-  void wait() {
-    socket_.async_wait(asio::socket_base::wait_read, [this](const boost::system::error_code& ec) {
-      if (ec) return;
-      for (int round = 0; round < 16; ++round) {  // then yield to the loop's other work
-        std::error_code error;
-        const std::size_t n = batch_.receive(socket_.native_handle(), error);
-        if (error) counters_.errors.add();
-        if (n == 0) break;
-        std::size_t bytes = 0;
-        for (std::size_t i = 0; i < n; ++i) bytes += batch_.length(i);
-        const std::size_t sent = batch_.send(socket_.native_handle(), n, true, error);
-        counters_.datagrams.add(n);
-        counters_.bytes.add(bytes);
-        if (sent < n) counters_.errors.add(n - sent);
-      }
-      wait();
-    });
+  static net::UdpEndpointOptions options() {
+    net::UdpEndpointOptions o;
+    o.batch = kEchoUdpBatch;
+    o.max_datagram = kEchoMaxDatagram;
+    o.receive_buffer_bytes = o.send_buffer_bytes = 4 << 20;
+    o.reuse_port = true;  // one socket per worker loop on one port
+    return o;
+  }
+  // Echoes the kernel refused, receive errors and truncated datagrams since the last count.
+  void count_errors() {
+    const net::UdpEndpointStats& s = endpoint_.stats();
+    const std::uint64_t errors = s.send_failures + s.receive_errors + s.truncated;
+    if (errors != errors_counted_) counters_.errors.add(errors - errors_counted_);
+    errors_counted_ = errors;
   }
 
-  asio::ip::udp::socket socket_;
-  net::UdpBatch batch_;
+  net::UdpEndpoint endpoint_;
   WorkerCounters& counters_;
-  std::uint64_t kernel_drops_ = 0;
+  std::uint64_t errors_counted_ = 0;
 };
 
 int run_echo_server(const EchoServerOptions& o) {

@@ -143,6 +143,13 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
     if (capture)
       extra["pcap"] = {{"file", o.pcap}, {"packets", capture->packets()}, {"write_errors", capture->errors()}};
     if constexpr (requires { relay.kernel_drops(); }) extra["kernel_drops"] = relay.kernel_drops();
+    if constexpr (requires { relay.socket_totals(); }) {
+      const net::UdpEndpointStats t = relay.socket_totals();
+      extra["batches"] = {{"receive_calls", t.receive_calls},
+                          {"datagrams_received", t.datagrams_received},
+                          {"send_calls", t.send_calls},
+                          {"datagrams_sent", t.datagrams_sent}};
+    }
     if constexpr (requires { relay.client_counts(); }) {
       const auto& c = relay.client_counts();
       extra["clients"] = {{"opened", c.opened},   {"expired", c.expired}, {"refused", c.refused},

@@ -3,7 +3,8 @@
 // channel exactly once and in order. Each side is an ArqEndpoint (a sender and
 // a receiver sharing one conversation id, so a channel carries data both ways,
 // and FEC if given) bound to one socket. A thin layer: it feeds datagrams and
-// the time to the state machine and sets one timer for its next deadline.
+// the time to the state machine and sets one timer for its next deadline;
+// datagrams move through a batched net::UdpEndpoint.
 // Runs on one loop.
 #include <chrono>
 #include <functional>
@@ -16,6 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <volley/arq/endpoint.hpp>
+#include <volley/net/udp_endpoint.hpp>
 
 namespace volley::arq {
 
@@ -24,7 +26,6 @@ struct ChannelStats {
   // anything but a valid data packet of its conversation (a stray ack, another
   // conversation's packet, garbage): none of these can capture the listener.
   std::uint64_t foreign_datagrams = 0;
-  std::uint64_t send_failures = 0;
 };
 
 class ArqChannel {
@@ -56,25 +57,24 @@ class ArqChannel {
   const ChannelStats& stats() const noexcept { return stats_; }
   // Datagrams the kernel dropped on the socket, its receive buffer full (read
   // from /proc while open, kept from stop(): for reports, not per packet).
-  std::uint64_t kernel_drops();
-  boost::asio::ip::udp::endpoint local_endpoint() const { return socket_.local_endpoint(); }
+  std::uint64_t kernel_drops() { return udp_.kernel_drops(); }
+  boost::asio::ip::udp::endpoint local_endpoint() const { return udp_.local_endpoint(); }
+  // The socket's batching and error counts.
+  const net::UdpEndpointStats& udp_stats() const noexcept { return udp_.stats(); }
 
  private:
-  void receive();
+  void on_datagram(std::span<const std::byte> packet, const boost::asio::ip::udp::endpoint& from);
   void service();
   void transmit(std::span<const std::byte> packet);
 
-  boost::asio::ip::udp::socket socket_;
+  net::UdpEndpoint udp_;  // packets in and out in batches: a window's worth leaves in one system call
   boost::asio::steady_timer timer_;
   std::optional<boost::asio::ip::udp::endpoint> peer_;
   std::uint32_t conversation_;
   ArqEndpoint endpoint_;
   MessageHandler on_message_;
   Done close_done_, peer_done_;
-  std::vector<std::byte> buffer_;
-  boost::asio::ip::udp::endpoint from_;
   ChannelStats stats_;
-  std::uint64_t kernel_drops_ = 0;
   bool stopped_ = false;
 };
 

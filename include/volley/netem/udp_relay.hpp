@@ -5,6 +5,9 @@
 // Per-client state is bounded: at most `max_clients` at once, each forgotten
 // after `client_idle` without traffic either way, and a socket that cannot be
 // opened (descriptors exhausted) costs that datagram, never the relay.
+// Datagrams move in batches (net::UdpEndpoint): a readable socket is drained
+// with recvmmsg into one set of buffers shared by all its sockets, and what
+// leaves in one loop turn leaves in one sendmmsg per socket.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -14,6 +17,7 @@
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <volley/net/udp_endpoint.hpp>
 #include <volley/netem/pcap_writer.hpp>
 #include <volley/netem/relay_core.hpp>
 
@@ -52,7 +56,10 @@ class UdpRelay {
 
   const RelayCore& core() const noexcept { return core_; }
   RelayCore& core() noexcept { return core_; }
-  const RelayErrors& errors() const noexcept { return errors_; }
+  // Summed over every socket the relay has had.
+  RelayErrors errors() const;
+  // System calls and datagrams of every socket the relay has had: how full its batches run.
+  net::UdpEndpointStats socket_totals() const;
   const RelayClientCounts& client_counts() const noexcept { return counts_; }
   std::size_t clients() const noexcept { return by_client_.size(); }
   // Datagrams the kernel dropped on the relay's sockets, their receive buffers
@@ -65,7 +72,7 @@ class UdpRelay {
   // (and the slot reused) is recognised and dropped, never misdelivered.
   struct Session {
     boost::asio::ip::udp::endpoint client;
-    boost::asio::ip::udp::socket upstream;
+    std::unique_ptr<net::UdpEndpoint> upstream;
     std::uint32_t generation = 0;
     bool live = false;
     std::chrono::steady_clock::time_point last_active{};
@@ -74,28 +81,25 @@ class UdpRelay {
   Session* session_of(std::uint64_t tag);
   std::optional<std::uint64_t> session_for(const boost::asio::ip::udp::endpoint& client);
   void forget(std::size_t slot);
-  void close_counting_drops(boost::asio::ip::udp::socket& socket);
+  void close_counting(net::UdpEndpoint& endpoint);
   void expire_idle();
   void arm_sweep();
   void record_departure(bool up, const Departure& d);
-  void receive_from_clients();
-  void wait_upstream(std::size_t slot, std::uint32_t generation);
+  void from_client(std::span<const std::byte> datagram, const boost::asio::ip::udp::endpoint& client);
 
   boost::asio::io_context& loop_;
-  boost::asio::ip::udp::socket listen_;
+  std::shared_ptr<net::UdpReceiveBuffers> buffers_;  // every socket's receives: one set, not one per client
+  net::UdpEndpoint listen_;
   boost::asio::ip::udp::endpoint forward_;
   RelayLimits limits_;
-  std::vector<std::byte> buffer_;           // the listening socket's pending receive
-  std::vector<std::byte> upstream_buffer_;  // every client's upstream socket: read synchronously once readable
-  boost::asio::ip::udp::endpoint sender_;
   std::vector<std::unique_ptr<Session>> slots_;
   std::vector<std::size_t> free_slots_;
   std::map<boost::asio::ip::udp::endpoint, std::size_t> by_client_;
   boost::asio::steady_timer sweep_;
   RelayCore core_;
-  RelayErrors errors_;
   RelayClientCounts counts_;
   PcapWriter* capture_ = nullptr;
+  net::UdpEndpointStats closed_totals_;  // of the sockets of clients already forgotten
   std::uint64_t closed_socket_drops_ = 0;
   bool stopped_ = false;
 };

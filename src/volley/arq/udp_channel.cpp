@@ -1,6 +1,5 @@
 #include <volley/arq/udp_channel.hpp>
 
-#include <volley/net/udp_drops.hpp>
 
 namespace volley::arq {
 
@@ -10,15 +9,12 @@ using asio::ip::udp;
 ArqChannel::ArqChannel(asio::io_context& loop, udp::socket socket, std::optional<udp::endpoint> peer,
                        const SenderConfig& sender, const ReceiverConfig& receiver, MessageHandler on_message,
                        std::optional<FecConfig> fec)
-    : socket_(std::move(socket)),
+    : udp_(std::move(socket)),
       timer_(loop),
       peer_(peer),
       conversation_(receiver.conversation),
       endpoint_(sender, receiver, fec),
-      on_message_(std::move(on_message)),
-      buffer_(65536) {
-  socket_.non_blocking(true);
-}
+      on_message_(std::move(on_message)) {}
 
 Nanos ArqChannel::now() {
   // CLOCK_MONOTONIC: comparable between processes of one machine, so a sender's
@@ -27,7 +23,9 @@ Nanos ArqChannel::now() {
 }
 
 void ArqChannel::start() {
-  receive();
+  // One service per receive batch: acks for the whole batch, one timer update.
+  udp_.start([this](std::span<const std::byte> packet, const udp::endpoint& from) { on_datagram(packet, from); },
+             [this] { service(); });
   service();
 }
 
@@ -43,47 +41,33 @@ void ArqChannel::close(Done done) {
   service();
 }
 
-std::uint64_t ArqChannel::kernel_drops() {
-  if (socket_.is_open()) kernel_drops_ = net::udp_receive_drops(socket_.native_handle()).value_or(kernel_drops_);
-  return kernel_drops_;
-}
-
 void ArqChannel::stop() {
-  kernel_drops();  // the last count, before the socket goes
   stopped_ = true;
-  boost::system::error_code ignored;
   timer_.cancel();
-  socket_.close(ignored);
+  udp_.stop();  // sends what is queued, keeps the last drop count
 }
 
 void ArqChannel::transmit(std::span<const std::byte> packet) {
   if (!peer_) return;  // a listener has nobody to answer yet
-  boost::system::error_code ec;
-  socket_.send_to(asio::buffer(packet.data(), packet.size()), *peer_, 0, ec);
-  if (ec) stats_.send_failures += 1;  // as good as a loss: the protocol recovers
+  // Queued: leaves with the rest of this batch or loop turn. A datagram the
+  // kernel refuses is as good as a loss (counted): the protocol recovers.
+  udp_.send(packet, *peer_);
 }
 
-void ArqChannel::receive() {
-  socket_.async_receive_from(asio::buffer(buffer_), from_, [this](const boost::system::error_code& ec, std::size_t n) {
-    if (stopped_ || ec == asio::error::operation_aborted) return;
-    if (!ec) {
-      const std::span<const std::byte> packet(buffer_.data(), n);
-      const Nanos t = now();
-      if (!peer_) {
-        // A listener binds to a sender, never to whatever arrives first: only a
-        // data packet of its own conversation with a valid checksum will do.
-        const Decoded d = decode(packet);
-        if (d.error == PacketError::none && !d.is_ack && d.data.conversation == conversation_) peer_ = from_;
-      }
-      if (!peer_ || from_ != *peer_)
-        stats_.foreign_datagrams += 1;
-      else
-        endpoint_.on_datagram(packet, t, [this](std::span<const std::byte> p) { transmit(p); }, on_message_);
-    }
-    // Errors such as ICMP port unreachable only mean the peer is not there yet.
-    service();
-    receive();
-  });
+void ArqChannel::on_datagram(std::span<const std::byte> packet, const udp::endpoint& from) {
+  if (stopped_) return;
+  if (!peer_) {
+    // A listener binds to a sender, never to whatever arrives first: only a
+    // data packet of its own conversation with a valid checksum will do.
+    const Decoded d = decode(packet);
+    if (d.error == PacketError::none && !d.is_ack && d.data.conversation == conversation_) peer_ = from;
+  }
+  if (!peer_ || from != *peer_) {
+    stats_.foreign_datagrams += 1;
+    return;
+  }
+  // Errors such as ICMP port unreachable only mean the peer is not there yet (the endpoint counts them).
+  endpoint_.on_datagram(packet, now(), [this](std::span<const std::byte> p) { transmit(p); }, on_message_);
 }
 
 void ArqChannel::service() {

@@ -4,7 +4,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <volley/net/udp_drops.hpp>
 
 namespace volley::netem {
 
@@ -13,6 +12,15 @@ using asio::ip::udp;
 
 namespace {
 constexpr std::size_t kMaxDatagram = 65536;
+constexpr std::size_t kBatch = 32;
+
+net::UdpEndpointOptions endpoint_options(std::shared_ptr<net::UdpReceiveBuffers> buffers) {
+  net::UdpEndpointOptions o;
+  o.batch = kBatch;
+  o.max_datagram = kMaxDatagram;
+  o.receive_buffers = std::move(buffers);
+  return o;
+}
 
 std::uint64_t make_tag(std::size_t slot, std::uint32_t generation) {
   return (std::uint64_t{generation} << 32) | slot;
@@ -64,11 +72,10 @@ std::vector<std::byte> ip_udp_packet(const udp::endpoint& from, const udp::endpo
 UdpRelay::UdpRelay(asio::io_context& loop, const udp::endpoint& listen, const udp::endpoint& forward,
                    const Impairment& up, const Impairment& down, std::uint64_t seed, RelayLimits limits)
     : loop_(loop),
-      listen_(loop, listen),
+      buffers_(std::make_shared<net::UdpReceiveBuffers>(kBatch, kMaxDatagram)),
+      listen_(loop, listen, endpoint_options(buffers_)),
       forward_(forward),
       limits_(limits),
-      buffer_(kMaxDatagram),
-      upstream_buffer_(kMaxDatagram),
       sweep_(loop),
       core_(
           loop, up, down, seed,
@@ -76,23 +83,17 @@ UdpRelay::UdpRelay(asio::io_context& loop, const udp::endpoint& listen, const ud
             Session* s = session_of(d.tag);
             if (s == nullptr) return;
             if (capture_) record_departure(true, d);
-            boost::system::error_code ec;
-            s->upstream.send(asio::buffer(d.bytes), 0, ec);
-            if (ec) errors_.send_failures += 1;
+            s->upstream->send(d.bytes);  // leaves with the others of this loop turn
           },
           [this](Departure& d) {
             Session* s = session_of(d.tag);
             if (s == nullptr) return;
             if (capture_) record_departure(false, d);
-            boost::system::error_code ec;
-            listen_.send_to(asio::buffer(d.bytes), s->client, 0, ec);
-            if (ec) errors_.send_failures += 1;
-          }) {
-  listen_.non_blocking(true);
-}
+            listen_.send(d.bytes, s->client);
+          }) {}
 
 void UdpRelay::start() {
-  receive_from_clients();
+  listen_.start([this](std::span<const std::byte> datagram, const udp::endpoint& from) { from_client(datagram, from); });
   arm_sweep();
 }
 
@@ -100,22 +101,48 @@ void UdpRelay::stop() {
   stopped_ = true;
   core_.stop();
   sweep_.cancel();
-  close_counting_drops(listen_);
-  for (auto& s : slots_) close_counting_drops(s->upstream);
+  listen_.stop();
+  for (auto& s : slots_)
+    if (s->upstream) s->upstream->stop();
 }
 
-void UdpRelay::close_counting_drops(boost::asio::ip::udp::socket& socket) {
-  if (!socket.is_open()) return;
-  closed_socket_drops_ += net::udp_receive_drops(socket.native_handle()).value_or(0);
-  boost::system::error_code ignored;
-  socket.close(ignored);
+namespace {
+void add_to(net::UdpEndpointStats& sum, const net::UdpEndpointStats& s) {
+  sum.datagrams_received += s.datagrams_received;
+  sum.bytes_received += s.bytes_received;
+  sum.receive_calls += s.receive_calls;
+  sum.datagrams_sent += s.datagrams_sent;
+  sum.bytes_sent += s.bytes_sent;
+  sum.send_calls += s.send_calls;
+  sum.send_failures += s.send_failures;
+  sum.truncated += s.truncated;
+  sum.receive_errors += s.receive_errors;
+}
+}  // namespace
+
+void UdpRelay::close_counting(net::UdpEndpoint& endpoint) {
+  endpoint.stop();  // what is queued leaves first; the drop count is kept
+  closed_socket_drops_ += endpoint.kernel_drops();
+  add_to(closed_totals_, endpoint.stats());
+}
+
+net::UdpEndpointStats UdpRelay::socket_totals() const {
+  net::UdpEndpointStats sum = closed_totals_;
+  add_to(sum, listen_.stats());
+  for (const auto& s : slots_)
+    if (s->live && s->upstream) add_to(sum, s->upstream->stats());
+  return sum;
+}
+
+RelayErrors UdpRelay::errors() const {
+  const net::UdpEndpointStats s = socket_totals();
+  return {s.send_failures, s.receive_errors + s.truncated};
 }
 
 std::uint64_t UdpRelay::kernel_drops() {
-  std::uint64_t n = closed_socket_drops_;
-  if (listen_.is_open()) n += net::udp_receive_drops(listen_.native_handle()).value_or(0);
+  std::uint64_t n = closed_socket_drops_ + listen_.kernel_drops();
   for (auto& s : slots_)
-    if (s->upstream.is_open()) n += net::udp_receive_drops(s->upstream.native_handle()).value_or(0);
+    if (s->live && s->upstream) n += s->upstream->kernel_drops();
   return n;
 }
 
@@ -147,12 +174,13 @@ std::optional<std::uint64_t> UdpRelay::session_for(const udp::endpoint& client) 
   };
   if (by_client_.size() >= limits_.max_clients) return refuse(fmt::format("{} clients already", limits_.max_clients));
 
-  udp::socket upstream(loop_);
+  udp::socket socket(loop_);
   boost::system::error_code ec;
-  upstream.open(forward_.protocol(), ec);
-  if (!ec) upstream.non_blocking(true, ec);
-  if (!ec) upstream.connect(forward_, ec);
+  socket.open(forward_.protocol(), ec);
+  if (!ec) socket.non_blocking(true, ec);
+  if (!ec) socket.connect(forward_, ec);
   if (ec) return refuse("no upstream socket: " + ec.message());
+  auto upstream = std::make_unique<net::UdpEndpoint>(std::move(socket), endpoint_options(buffers_));
 
   std::size_t slot;
   if (!free_slots_.empty()) {
@@ -160,7 +188,7 @@ std::optional<std::uint64_t> UdpRelay::session_for(const udp::endpoint& client) 
     free_slots_.pop_back();
   } else {
     slot = slots_.size();
-    slots_.push_back(std::make_unique<Session>(Session{{}, udp::socket(loop_), 0, false, {}}));
+    slots_.push_back(std::make_unique<Session>());
   }
   Session& s = *slots_[slot];
   s.client = client;
@@ -170,14 +198,21 @@ std::optional<std::uint64_t> UdpRelay::session_for(const udp::endpoint& client) 
   by_client_.emplace(client, slot);
   counts_.opened += 1;
   spdlog::debug("netem: new client {}:{} (relayed from local port {})", client.address().to_string(), client.port(),
-                s.upstream.local_endpoint(ec).port());
-  wait_upstream(slot, s.generation);
-  return make_tag(slot, s.generation);
+                s.upstream->local_endpoint().port());
+  const std::uint64_t tag = make_tag(slot, s.generation);
+  s.upstream->start([this, tag](std::span<const std::byte> datagram, const udp::endpoint&) {
+    // Connected to the forward side: nothing else reaches this socket.
+    Session* live = session_of(tag);
+    if (live == nullptr) return;
+    live->last_active = std::chrono::steady_clock::now();
+    core_.submit_down(std::vector<std::byte>(datagram.begin(), datagram.end()), tag);
+  });
+  return tag;
 }
 
 void UdpRelay::forget(std::size_t slot) {
   Session& s = *slots_[slot];
-  close_counting_drops(s.upstream);  // its pending wait completes with operation_aborted and stops there
+  close_counting(*s.upstream);  // the endpoint object goes when the slot is reused
   s.live = false;
   s.generation += 1;
   by_client_.erase(s.client);
@@ -207,56 +242,22 @@ void UdpRelay::capture_to(PcapWriter& writer) {
   // Arrivals: client -> relay on the way up, forward side -> relay's upstream socket on the way down.
   core_.set_arrival_observer([this](bool up, std::span<const std::byte> bytes, std::uint64_t tag, const Admission& a) {
     const Session& s = *slots_[tag & 0xFFFFFFFFu];  // arriving now: its session is live
-    boost::system::error_code ec;
-    const auto packet = up ? ip_udp_packet(s.client, listen_.local_endpoint(ec), bytes)
-                           : ip_udp_packet(forward_, s.upstream.local_endpoint(ec), bytes);
+    const auto packet = up ? ip_udp_packet(s.client, listen_.local_endpoint(), bytes)
+                           : ip_udp_packet(forward_, s.upstream->local_endpoint(), bytes);
     capture_->write(PcapWriter::Interface::received, packet, capture_comment(a));
   });
 }
 
 void UdpRelay::record_departure(bool up, const Departure& d) {
   const Session& s = *slots_[d.tag & 0xFFFFFFFFu];  // checked live by the sink
-  boost::system::error_code ec;
-  const auto packet = up ? ip_udp_packet(s.upstream.local_endpoint(ec), forward_, d.bytes)
-                         : ip_udp_packet(listen_.local_endpoint(ec), s.client, d.bytes);
+  const auto packet = up ? ip_udp_packet(s.upstream->local_endpoint(), forward_, d.bytes)
+                         : ip_udp_packet(listen_.local_endpoint(), s.client, d.bytes);
   capture_->write(PcapWriter::Interface::sent, packet, capture_comment(d));
 }
 
-void UdpRelay::receive_from_clients() {
-  listen_.async_receive_from(asio::buffer(buffer_), sender_, [this](const boost::system::error_code& ec, std::size_t n) {
-    if (stopped_ || ec == asio::error::operation_aborted) return;
-    if (ec) {
-      errors_.receive_errors += 1;  // e.g. ICMP unreachable reported on the socket
-    } else if (const auto tag = session_for(sender_)) {
-      core_.submit_up(std::vector<std::byte>(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n)), *tag);
-    }
-    receive_from_clients();
-  });
-}
-
-void UdpRelay::wait_upstream(std::size_t slot, std::uint32_t generation) {
-  // Wait for readability, then read what is there into the shared buffer: no
-  // receive buffer is held per client while it is quiet.
-  slots_[slot]->upstream.async_wait(udp::socket::wait_read, [this, slot, generation](const boost::system::error_code& ec) {
-    if (stopped_ || ec == asio::error::operation_aborted) return;
-    Session& s = *slots_[slot];
-    if (!s.live || s.generation != generation) return;
-    for (int round = 0; round < 64; ++round) {
-      boost::system::error_code read_error;
-      const std::size_t n = s.upstream.receive(asio::buffer(upstream_buffer_), 0, read_error);
-      if (read_error == asio::error::would_block) break;
-      if (read_error) {
-        errors_.receive_errors += 1;  // connection refused: nothing listens at the forward address yet
-        continue;
-      }
-      s.last_active = std::chrono::steady_clock::now();
-      core_.submit_down(
-          std::vector<std::byte>(upstream_buffer_.begin(), upstream_buffer_.begin() + static_cast<std::ptrdiff_t>(n)),
-          make_tag(slot, generation));
-      if (!s.live || s.generation != generation) return;  // (a capture observer cannot forget it, but be sure)
-    }
-    wait_upstream(slot, generation);
-  });
+void UdpRelay::from_client(std::span<const std::byte> datagram, const udp::endpoint& client) {
+  if (stopped_) return;
+  if (const auto tag = session_for(client)) core_.submit_up(std::vector<std::byte>(datagram.begin(), datagram.end()), *tag);
 }
 
 }  // namespace volley::netem
