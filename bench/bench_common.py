@@ -16,9 +16,11 @@ def median(xs):
     return sorted(xs)[len(xs) // 2]
 
 
-def raw_pingpong(bindir, server_cpu, client_cpu, seconds, ping=None, pong=None, busy=False, port=32212):
-    """bench/raw/raw_pingpong: one round trip at a time; returns its JSON (mean/p50/p99/max in us)."""
-    prefix = "busy-" if busy else ""
+def raw_pingpong(bindir, server_cpu, client_cpu, seconds, ping=None, pong=None, busy=False, port=32212,
+                 checked=False):
+    """bench/raw/raw_pingpong: one round trip at a time; returns its JSON (mean/p50/p99/max in us).
+    checked: checked frames, the XOR computed by each sender and verified by each receiver."""
+    prefix = "busy-" if busy else "checked-" if checked else ""
     sizes = [str(ping), str(pong)] if ping is not None else []
     server = subprocess.Popen(pinned(server_cpu) + [f"{bindir}/raw_pingpong", prefix + "server", str(port), *sizes],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -5,7 +5,10 @@
 //   raw_pingpong server PORT [PING PONG]           answers one connection until it closes
 //   raw_pingpong client PORT SECONDS [PING PONG]   prints round-trip percentiles as JSON
 // busy-server and busy-client are the busy-polling twins: non-blocking sockets,
-// spinning on recv/send instead of sleeping in the kernel.
+// spinning on recv/send instead of sleeping in the kernel. checked-server and
+// checked-client send checked frames and do the protocol's work the way a
+// hand-written program would: the sender computes the XOR of the payload into
+// the header, the receiver verifies it (a mismatch ends the run with an error).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -17,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,7 +38,28 @@ struct Sizes {
   std::size_t pong = kPong;
 };
 
-bool busy = false;  // spin on EAGAIN (the socket is non-blocking)
+bool busy = false;     // spin on EAGAIN (the socket is non-blocking)
+bool checked = false;  // frames are checked frames: XOR computed on send, verified on receive
+
+std::uint8_t xor_of(const char* p, std::size_t n) {
+  std::uint8_t x = 0;
+  for (std::size_t i = 0; i < n; ++i) x ^= static_cast<std::uint8_t>(p[i]);
+  return x;
+}
+
+// [u24 total][type 1][xor][payload]
+void seal(std::vector<char>& frame) {
+  const std::size_t total = frame.size();
+  frame[0] = static_cast<char>(total >> 16);
+  frame[1] = static_cast<char>(total >> 8);
+  frame[2] = static_cast<char>(total);
+  frame[3] = 1;
+  frame[4] = static_cast<char>(xor_of(frame.data() + 5, total - 5));
+}
+
+bool intact(const std::vector<char>& frame) {
+  return static_cast<std::uint8_t>(frame[4]) == xor_of(frame.data() + 5, frame.size() - 5);
+}
 
 bool read_exact(int fd, char* p, std::size_t n) {
   while (n > 0) {
@@ -79,7 +104,21 @@ int server(int port, Sizes sizes) {
   no_delay(fd);
   std::vector<char> in(sizes.ping), out(sizes.pong);
   while (read_exact(fd, in.data(), in.size())) {
-    std::memcpy(out.data(), in.data(), std::min<std::size_t>({4, in.size(), out.size()}));  // echo the sequence, as a reply would
+    if (checked) {
+      if (!intact(in)) {
+        std::fprintf(stderr, "raw_pingpong: bad checksum\n");
+        return 1;
+      }
+      if (in.size() == out.size()) {  // an echo: the received frame goes back, its XOR computed again
+        seal(in);
+        if (!write_exact(fd, in.data(), in.size())) break;
+        continue;
+      }
+      std::memcpy(out.data() + 5, in.data() + 5, std::min(in.size(), out.size()) - 5);
+      seal(out);
+    } else {
+      std::memcpy(out.data(), in.data(), std::min<std::size_t>({4, in.size(), out.size()}));  // echo the sequence, as a reply would
+    }
     if (!write_exact(fd, out.data(), out.size())) break;
   }
   ::close(fd);
@@ -95,12 +134,18 @@ int client(int port, double seconds, Sizes sizes) {
   }
   no_delay(fd);
   std::vector<char> out(sizes.ping), in(sizes.pong);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<char>(i * 131 + 7);
   std::vector<double> rtt_us;
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                             std::chrono::duration<double>(seconds));
   while (std::chrono::steady_clock::now() < end) {
     const auto t0 = std::chrono::steady_clock::now();
+    if (checked) seal(out);
     if (!write_exact(fd, out.data(), out.size()) || !read_exact(fd, in.data(), in.size())) return 1;
+    if (checked && !intact(in)) {
+      std::fprintf(stderr, "raw_pingpong: bad checksum\n");
+      return 1;
+    }
     rtt_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   ::close(fd);
@@ -120,16 +165,20 @@ int main(int argc, char** argv) {
   if (mode.rfind("busy-", 0) == 0) {
     busy = true;
     mode = mode.substr(5);
+  } else if (mode.rfind("checked-", 0) == 0) {
+    checked = true;
+    mode = mode.substr(8);
   }
   Sizes sizes;
   const auto sizes_at = [&](int i) {
     sizes.ping = std::strtoull(argv[i], nullptr, 10);
     sizes.pong = std::strtoull(argv[i + 1], nullptr, 10);
-    return sizes.ping > 0 && sizes.pong > 0;
+    return sizes.ping > (checked ? 5u : 0u) && sizes.pong > (checked ? 5u : 0u) && sizes.ping < (1u << 24) &&
+           sizes.pong < (1u << 24);
   };
   if (mode == "server" && (argc == 3 || (argc == 5 && sizes_at(3)))) return server(std::atoi(argv[2]), sizes);
   if (mode == "client" && (argc == 4 || (argc == 6 && sizes_at(4))))
     return client(std::atoi(argv[2]), std::atof(argv[3]), sizes);
-  std::fprintf(stderr, "usage: raw_pingpong [busy-]server PORT [PING PONG] | [busy-]client PORT SECONDS [PING PONG]\n");
+  std::fprintf(stderr, "usage: raw_pingpong [busy-|checked-]server PORT [PING PONG] | [busy-|checked-]client PORT SECONDS [PING PONG]\n");
   return 2;
 }

@@ -120,3 +120,20 @@ TEST(CheckedFrame, ChecksumIsTheXorOfEveryByteAtEveryLengthAndAlignment) {
     }
   }
 }
+
+TEST(CheckedFrame, CopyWithXorCopiesExactlyAndAgreesWithTheChecksumAtEveryLengthAndAlignment) {
+  std::vector<std::byte> data(1024 + 8);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = std::byte{static_cast<unsigned char>(i * 131 + 7)};
+  for (std::size_t offset = 0; offset < 8; ++offset) {
+    for (std::size_t length = 0; length <= 1024; length += (length < 80 ? 1 : 61)) {
+      const std::span<const std::byte> slice(data.data() + offset, length);
+      // Guard bytes on both sides of the destination: nothing outside it is written.
+      std::vector<std::byte> out(length + 2 + 8, std::byte{0xEE});
+      std::byte* to = out.data() + 1 + (7 - offset);
+      ASSERT_EQ(copy_with_xor(slice, to), xor_checksum(slice)) << "offset " << offset << " length " << length;
+      ASSERT_TRUE(std::equal(slice.begin(), slice.end(), to)) << "offset " << offset << " length " << length;
+      ASSERT_EQ(to[-1], std::byte{0xEE});
+      ASSERT_EQ(to[length], std::byte{0xEE});
+    }
+  }
+}

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -76,4 +78,46 @@ TEST(WriteQueue, LargeMessagesAndChunkBoundaries) {
   EXPECT_EQ(flatten(q.start_batch()), expected.substr(0, 10));
   q.clear();
   EXPECT_EQ(q.queued_bytes(), 0u);
+}
+
+TEST(WriteQueue, SpaceWrittenInPlaceJoinsTheSegmentAndAnUnusedTailIsGivenBack) {
+  WriteQueue q;
+  const std::string a = "head:";
+  q.append(as_bytes(a));
+  std::span<std::byte> room = q.append_space(16);
+  ASSERT_EQ(room.size(), 16u);
+  const std::string body = "in place";
+  std::memcpy(room.data(), body.data(), body.size());
+  q.give_back(16 - body.size());
+  EXPECT_EQ(q.queued_bytes(), a.size() + body.size());
+  q.append(as_bytes(std::string(";tail")));  // lands right behind what was kept
+  const auto batch = q.start_batch();
+  ASSERT_EQ(batch.size(), 1u);
+  EXPECT_EQ(flatten(batch), "head:in place;tail");
+  EXPECT_EQ(q.finish_batch(), 18u);
+}
+
+TEST(WriteQueue, SpaceGivenBackWholeLeavesNothingBehind) {
+  WriteQueue q;
+  q.append_space(100);
+  q.give_back(100);
+  EXPECT_EQ(q.queued_bytes(), 0u);
+  q.append_space(WriteQueue::kChunkSize * 3);  // a chunk of its own
+  q.give_back(WriteQueue::kChunkSize * 3);
+  EXPECT_EQ(q.queued_bytes(), 0u);
+  for (const auto& segment : q.start_batch()) EXPECT_FALSE(segment.empty()) << "an empty segment was left queued";
+  EXPECT_EQ(q.finish_batch(), 0u);
+}
+
+TEST(WriteQueue, ALargeMessageBuiltInPlaceIsOneSegment) {
+  WriteQueue q;
+  q.append(as_bytes(std::string("x")));
+  const std::size_t size = 1024 * 1024 + 5;
+  std::span<std::byte> room = q.append_space(size + 11);
+  std::fill(room.begin(), room.begin() + static_cast<std::ptrdiff_t>(size), std::byte{'L'});
+  q.give_back(11);
+  const auto batch = q.start_batch();
+  ASSERT_EQ(batch.size(), 2u) << "the small copy, then the large frame whole";
+  EXPECT_EQ(batch[1].size(), size);
+  EXPECT_EQ(q.finish_batch(), size + 1);
 }

@@ -36,6 +36,13 @@ class SessionCodec {
   static constexpr std::size_t kMaxHeader = 16;
   virtual std::size_t frame_header(std::span<const std::byte> payload, std::span<std::byte, kMaxHeader> header,
                                    std::error_code& ec) const = 0;
+  // Writes the whole frame (header, then payload) into `out`, which holds
+  // kMaxHeader + payload.size() bytes, and returns its size; 0 with `ec` set
+  // when the payload cannot be framed. The default copies after frame_header();
+  // a codec whose header depends on the payload (a checksum) overrides it to
+  // compute that during the copy, one pass over the payload instead of two.
+  virtual std::size_t write_frame(std::span<const std::byte> payload, std::span<std::byte> out,
+                                  std::error_code& ec) const;
   virtual std::span<const std::byte> heartbeat() const = 0;
   // The largest payload a message can carry.
   virtual std::size_t max_payload() const = 0;

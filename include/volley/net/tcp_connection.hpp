@@ -100,6 +100,17 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool send_borrowed(std::span<const std::byte> bytes);
   // A header and a body copied back to back, so they leave in one write.
   bool send(std::span<const std::byte> head, std::span<const std::byte> body);
+  // Builds a message in place in the write queue, with no copy of its own:
+  // `fill(std::span<std::byte> room)` gets `max_size` bytes, writes the message
+  // at their start and returns how many it used (0: nothing is sent).
+  template <class Fill>
+  bool send_in_place(std::size_t max_size, Fill&& fill) {
+    if (!accepting_sends()) return false;
+    const std::span<std::byte> room = reserve_send(max_size);
+    const std::size_t used = fill(room);
+    commit_send(max_size - used);
+    return true;
+  }
 
   // Graceful: refuse further sends, flush what is queued, send FIN, keep reading
   // until the peer's FIN (bounded by kLingerTimeout), then close.
@@ -144,6 +155,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
 
  private:
   enum class State { handshaking, open, flushing, half_closed, closed };
+  bool accepting_sends() const noexcept { return state_ == State::open; }
+  std::span<std::byte> reserve_send(std::size_t size);
+  void commit_send(std::size_t unused);
 
   void begin();
   void continue_handshake();

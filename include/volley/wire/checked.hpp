@@ -25,8 +25,10 @@ inline constexpr std::size_t kMaxTotalLength = 0xFFFFFF;  // what a u24 can say
 inline constexpr std::size_t kDefaultMaxFrame = kHeaderSize + 1024 * 1024;
 
 std::uint8_t xor_checksum(std::span<const std::byte> payload) noexcept;
+// Copies `from` to `to` (which must not overlap it) and returns its XOR, in one pass.
+std::uint8_t copy_with_xor(std::span<const std::byte> from, std::byte* to) noexcept;
 
-// Encodes into `out`; returns the bytes written, 0 with `ec` set when the
+// Encodes into `out` (the checksum computed during the copy); returns the bytes written, 0 with `ec` set when the
 // payload is too long for the u24 length or `out` too small.
 std::size_t encode(FrameType type, std::span<const std::byte> payload, std::span<std::byte> out,
                    std::error_code& ec) noexcept;

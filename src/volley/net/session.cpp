@@ -55,14 +55,18 @@ SendResult Session::send(std::span<const std::byte> payload) {
     ++stats_.refused_sends;
     return SendResult::high_water;
   }
-  std::array<std::byte, SessionCodec::kMaxHeader> header;
+  if (payload.size() > codec_->max_payload()) {  // refused before any room is reserved for it
+    ++stats_.refused_sends;
+    return SendResult::invalid;
+  }
+  // Framed straight into the write queue: one pass over the payload.
   std::error_code ec;
-  const std::size_t header_size = codec_->frame_header(payload, header, ec);
+  connection_->send_in_place(SessionCodec::kMaxHeader + payload.size(),
+                             [&](std::span<std::byte> room) { return codec_->write_frame(payload, room, ec); });
   if (ec) {
     ++stats_.refused_sends;
     return SendResult::invalid;
   }
-  connection_->send(std::span<const std::byte>(header.data(), header_size), payload);
   ++stats_.messages_out;
   policy_.message_sent();
   if (connection_->queued_bytes() >= options_.high_water) enter_congestion();

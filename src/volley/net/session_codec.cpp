@@ -1,6 +1,7 @@
 #include <volley/net/session_codec.hpp>
 
 #include <array>
+#include <cstring>
 
 #include <volley/wire/byte_order.hpp>
 #include <volley/wire/checked.hpp>
@@ -46,6 +47,16 @@ class CheckedCodec final : public SessionCodec {
     header[4] = std::byte{wire::checked::xor_checksum(payload)};
     ec.clear();
     return wire::checked::kHeaderSize;
+  }
+
+  std::size_t write_frame(std::span<const std::byte> payload, std::span<std::byte> out,
+                          std::error_code& ec) const override {
+    if (payload.size() > max_payload_) {
+      ec = wire::make_error_code(wire::Errc::length_over_maximum);
+      return 0;
+    }
+    // The XOR is computed while the payload is copied into the write queue.
+    return wire::checked::encode(wire::checked::FrameType::message, payload, out, ec);
   }
 
   std::span<const std::byte> heartbeat() const override { return heartbeat_; }
@@ -109,6 +120,14 @@ class GnbCodec final : public SessionCodec {
 };
 
 }  // namespace
+
+std::size_t SessionCodec::write_frame(std::span<const std::byte> payload, std::span<std::byte> out,
+                                      std::error_code& ec) const {
+  const std::size_t header = frame_header(payload, out.first<kMaxHeader>(), ec);
+  if (ec) return 0;
+  if (!payload.empty()) std::memcpy(out.data() + header, payload.data(), payload.size());
+  return header + payload.size();
+}
 
 std::unique_ptr<SessionCodec> make_checked_codec(std::size_t max_payload) {
   return std::make_unique<CheckedCodec>(max_payload);

@@ -226,6 +226,13 @@ bool TcpConnection::send(std::span<const std::byte> head, std::span<const std::b
   return true;
 }
 
+std::span<std::byte> TcpConnection::reserve_send(std::size_t size) { return queue_.append_space(size); }
+
+void TcpConnection::commit_send(std::size_t unused) {
+  queue_.give_back(unused);
+  if (cork_depth_ == 0) maybe_flush();
+}
+
 bool TcpConnection::send_borrowed(std::span<const std::byte> bytes) {
   if (state_ != State::open) return false;
   queue_.append_borrowed(bytes);

@@ -25,24 +25,42 @@ WriteQueue::Chunk WriteQueue::take_chunk(std::size_t at_least) {
 
 void WriteQueue::append(std::span<const std::byte> bytes) {
   if (bytes.empty()) return;
+  const std::span<std::byte> dst = append_space(bytes.size());
+  std::memcpy(dst.data(), bytes.data(), bytes.size());
+}
+
+std::span<std::byte> WriteQueue::append_space(std::size_t size) {
+  if (size == 0) return {};
   Chunk* tail = pending_.chunks.empty() ? nullptr : &pending_.chunks.back();
-  if (tail == nullptr || tail->capacity - tail->used < bytes.size()) {
-    pending_.chunks.push_back(take_chunk(bytes.size()));
+  if (tail == nullptr || tail->capacity - tail->used < size) {
+    pending_.chunks.push_back(take_chunk(size));
     tail = &pending_.chunks.back();
   }
   std::byte* dst = tail->data.get() + tail->used;
-  std::memcpy(dst, bytes.data(), bytes.size());
-  tail->used += bytes.size();
-  pending_.bytes += bytes.size();
-  // Extend the last segment when the copy landed right behind it.
+  tail->used += size;
+  pending_.bytes += size;
+  // Extend the last segment when the space lies right behind it.
   if (!pending_.segments.empty()) {
     auto& last = pending_.segments.back();
     if (last.data() + last.size() == dst) {
-      last = {last.data(), last.size() + bytes.size()};
-      return;
+      last = {last.data(), last.size() + size};
+      return {dst, size};
     }
   }
-  pending_.segments.emplace_back(dst, bytes.size());
+  pending_.segments.emplace_back(dst, size);
+  return {dst, size};
+}
+
+void WriteQueue::give_back(std::size_t unused) noexcept {
+  if (unused == 0) return;
+  // The reservation is the tail of the last chunk and of the last segment.
+  assert(!pending_.chunks.empty() && !pending_.segments.empty());
+  assert(pending_.segments.back().size() >= unused && pending_.chunks.back().used >= unused);
+  pending_.chunks.back().used -= unused;
+  auto& last = pending_.segments.back();
+  last = {last.data(), last.size() - unused};
+  if (last.empty()) pending_.segments.pop_back();
+  pending_.bytes -= unused;
 }
 
 void WriteQueue::append_borrowed(std::span<const std::byte> bytes) {

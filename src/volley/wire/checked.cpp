@@ -17,6 +17,21 @@ std::uint8_t xor_checksum(std::span<const std::byte> payload) noexcept {
   return std::to_integer<std::uint8_t>(x);
 }
 
+std::uint8_t copy_with_xor(std::span<const std::byte> from, std::byte* to) noexcept {
+  // One pass: each byte is read once, stored and folded into the checksum.
+  // The restrict pointers let the compiler vectorize it like xor_checksum
+  // (volley_checked_bench: BM_CopyWithXor against BM_CopyThenXor).
+  const auto* __restrict in = reinterpret_cast<const std::uint8_t*>(from.data());
+  auto* __restrict out = reinterpret_cast<std::uint8_t*>(to);
+  std::uint8_t x = 0;
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    const std::uint8_t b = in[i];
+    out[i] = b;
+    x ^= b;
+  }
+  return x;
+}
+
 std::size_t encode(FrameType type, std::span<const std::byte> payload, std::span<std::byte> out,
                    std::error_code& ec) noexcept {
   const std::size_t total = kHeaderSize + payload.size();
@@ -30,8 +45,7 @@ std::size_t encode(FrameType type, std::span<const std::byte> payload, std::span
   }
   store_u24_be(out.data(), static_cast<std::uint32_t>(total));
   out[3] = static_cast<std::byte>(type);
-  out[4] = static_cast<std::byte>(xor_checksum(payload));
-  if (!payload.empty()) std::memcpy(out.data() + kHeaderSize, payload.data(), payload.size());
+  out[4] = static_cast<std::byte>(copy_with_xor(payload, out.data() + kHeaderSize));
   ec.clear();
   return total;
 }

@@ -20,6 +20,11 @@ class WriteQueue {
 
   // Copies `bytes`; never fails (memory is bounded by the caller's backpressure).
   void append(std::span<const std::byte> bytes);
+  // Reserves `size` contiguous bytes at the end of the queue for the caller to
+  // write in place (a frame whose header depends on its payload is then built in
+  // one pass); valid until the next append. give_back() returns an unused tail.
+  std::span<std::byte> append_space(std::size_t size);
+  void give_back(std::size_t unused) noexcept;
   // Queues `bytes` without a copy: the caller keeps them alive and unchanged
   // until a finish_batch() has accounted for them.
   void append_borrowed(std::span<const std::byte> bytes);
