@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <gtest/gtest.h>
 
@@ -21,8 +22,10 @@
 #include <volley/net/session.hpp>
 #include <volley/net/tcp_connect.hpp>
 #include <volley/rpc/client.hpp>
+#include <volley/rpc/server.hpp>
 #include <volley/wire/checked.hpp>
 
+#include "benchmark_messages.hpp"
 #include "child_process.hpp"
 #include "links.hpp"
 #include "listening_server.hpp"
@@ -413,6 +416,170 @@ TEST(Tls, AnRpcClientThatCannotVerifyTheServerSaysWhy) {
   EXPECT_EQ(client.wait_for(60s).value_or(-1), 1);
   EXPECT_NE(client.stdout_text().find("certificate verify failed"), std::string::npos) << client.stdout_text();
   EXPECT_EQ(json_u64(server.stop(), "handshake_failures"), 1u);
+}
+
+}  // namespace
+}  // namespace volley::test
+
+namespace volley::test {
+namespace {
+
+// An RPC server on a given port (0: any) that answers Ping with Pong, on its own threads.
+class PingServer {
+ public:
+  PingServer(Link link, std::uint16_t port)
+      : server_({.bind = "127.0.0.1", .port = port, .threads = 1, .handle_signals = false,
+                 .shutdown_timeout = 200ms, .transport = server_transport(link)}) {
+    rpc_.handle<benchmarks::Ping, benchmarks::Pong>(1, 2, [](const benchmarks::Ping& p) { return benchmarks::answer(p); });
+    server_.listen([this](std::size_t) { return rpc_.make_session({}, 1 << 20); });
+    running_ = std::make_unique<ServerThread>(server_);
+  }
+  std::uint16_t port() const { return server_.port(); }
+
+ private:
+  rpc::RpcServer rpc_;
+  net::Server server_;
+  std::unique_ptr<ServerThread> running_;  // declared last: stopped first
+};
+
+net::ReconnectingClientOptions reconnect_to(std::uint16_t port, Link link) {
+  net::ReconnectingClientOptions o;
+  o.port = port;
+  o.make_transport = client_transport(link);
+  o.backoff.initial = 20ms;
+  o.backoff.maximum = 100ms;
+  o.outbox_messages = 64;
+  return o;
+}
+
+TEST_P(RpcOver, CallsMadeWhileTheServerIsAwayWaitAndAreAnsweredInOrderWhenItIsBack) {
+  auto first = std::make_unique<PingServer>(GetParam(), 0);
+  const std::uint16_t port = first->port();
+  asio::io_context loop;
+  rpc::RpcClient client(loop);
+  client.start(reconnect_to(port, GetParam()));
+  ASSERT_TRUE(run_until(loop, [&] { return client.connected(); }, 10s)) << client.last_remote_error();
+  std::optional<boost::system::error_code> before;
+  client.call<benchmarks::Pong>(1, 2, benchmarks::Ping{1}, 5s,
+                                [&](const boost::system::error_code& ec, benchmarks::Pong) { before = ec; });
+  ASSERT_TRUE(run_until(loop, [&] { return before.has_value(); }, 10s));
+  EXPECT_FALSE(*before) << before->message();
+
+  first.reset();  // the server goes away
+  ASSERT_TRUE(run_until(loop, [&] { return !client.connected(); }, 10s));
+  constexpr int kCalls = 20;
+  std::vector<std::int64_t> answered;  // in completion order
+  int failed = 0;
+  for (int i = 0; i < kCalls; ++i)
+    client.call<benchmarks::Pong>(1, 2, benchmarks::Ping{i}, 30s,
+                                  [&](const boost::system::error_code& ec, benchmarks::Pong pong) {
+                                    if (ec) ++failed;
+                                    else answered.push_back(pong.t);
+                                  });
+  EXPECT_EQ(client.waiting(), static_cast<std::size_t>(kCalls));
+  run_until(loop, [] { return false; }, 200ms);  // still away: nothing completes, nothing fails
+  EXPECT_TRUE(answered.empty());
+  EXPECT_EQ(failed, 0);
+
+  PingServer second(GetParam(), port);  // back on the same port
+  ASSERT_TRUE(run_until(loop, [&] { return answered.size() + static_cast<std::size_t>(failed) == kCalls; }, 20s))
+      << answered.size() << " answered, " << failed << " failed; " << client.last_remote_error();
+  EXPECT_EQ(failed, 0);
+  for (int i = 0; i < kCalls; ++i) EXPECT_EQ(answered[static_cast<std::size_t>(i)], i);
+  EXPECT_EQ(client.waiting(), 0u);
+  EXPECT_EQ(client.reconnect_stats()->connects, 2u);
+  EXPECT_EQ(client.reconnect_stats()->disconnects, 1u);
+  client.close();
+}
+
+TEST_P(RpcOver, CallsOverTheWaitingBoundAreRefusedAsOverloadedAndTheRestStillAnswered) {
+  auto first = std::make_unique<PingServer>(GetParam(), 0);
+  const std::uint16_t port = first->port();
+  first.reset();  // nobody there yet
+  asio::io_context loop;
+  rpc::RpcClient client(loop);
+  auto options = reconnect_to(port, GetParam());
+  options.outbox_messages = 5;
+  client.start(options);
+  std::vector<boost::system::error_code> results;
+  for (int i = 0; i < 8; ++i)
+    client.call<benchmarks::Pong>(1, 2, benchmarks::Ping{i}, 30s,
+                                  [&](const boost::system::error_code& ec, benchmarks::Pong) { results.push_back(ec); });
+  ASSERT_TRUE(run_until(loop, [&] { return results.size() == 3; }, 5s));
+  for (const auto& ec : results) EXPECT_EQ(ec, rpc::ClientErrc::overloaded);
+  PingServer server(GetParam(), port);
+  ASSERT_TRUE(run_until(loop, [&] { return results.size() == 8; }, 20s)) << client.last_remote_error();
+  for (std::size_t i = 3; i < results.size(); ++i) EXPECT_FALSE(results[i]) << results[i].message();
+  client.close();
+}
+
+// Accepts one connection, reads one request's header and closes: a server
+// that died after the request reached it, before the reply.
+class DiesAfterTheRequest {
+ public:
+  DiesAfterTheRequest() : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}), thread_([this] {
+    boost::system::error_code ec;
+    asio::ip::tcp::socket socket = acceptor_.accept(ec);
+    std::array<std::byte, 12> header;
+    if (!ec) asio::read(socket, asio::buffer(header), ec);
+    request_seen = !ec;
+    acceptor_.close(ec);  // first: a reconnect must find nobody, not a backlog that is about to go
+    socket.close(ec);
+  }) {}
+  ~DiesAfterTheRequest() { join(); }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  std::atomic<bool> request_seen{false};
+
+ private:
+  asio::io_context io_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::thread thread_;
+};
+
+class InFlight : public testing::TestWithParam<rpc::InFlightPolicy> {};
+INSTANTIATE_TEST_SUITE_P(Rpc, InFlight, testing::Values(rpc::InFlightPolicy::fail, rpc::InFlightPolicy::replay),
+                         [](const auto& info) { return info.param == rpc::InFlightPolicy::fail ? "fail" : "replay"; });
+
+TEST_P(InFlight, ACallCaughtByADropFailsOrIsSentAgainAsThePolicySays) {
+  DiesAfterTheRequest dies;
+  const std::uint16_t port = dies.port();
+  asio::io_context loop;
+  rpc::RpcClient client(loop);
+  client.start(reconnect_to(port, Link::tcp), GetParam());
+  std::optional<boost::system::error_code> result;
+  benchmarks::Pong pong{};
+  client.call<benchmarks::Pong>(1, 2, benchmarks::Ping{42}, 30s, [&](const boost::system::error_code& ec, benchmarks::Pong p) {
+    result = ec;
+    pong = p;
+  });
+  // The request reaches the first server, which dies without answering.
+  ASSERT_TRUE(run_until(loop, [&] { return dies.request_seen.load() && client.reconnect_stats()->disconnects >= 1; }, 10s));
+  dies.join();
+  if (GetParam() == rpc::InFlightPolicy::fail) {
+    ASSERT_TRUE(run_until(loop, [&] { return result.has_value(); }, 5s));
+    EXPECT_EQ(*result, rpc::ClientErrc::connection_closed) << "at most once: the caller is told, never left waiting";
+    EXPECT_EQ(client.waiting(), 0u);
+  } else {
+    EXPECT_FALSE(result.has_value());
+    EXPECT_EQ(client.waiting(), 1u) << "back in line for the next connection";
+  }
+  PingServer server(Link::tcp, port);
+  if (GetParam() == rpc::InFlightPolicy::replay) {
+    ASSERT_TRUE(run_until(loop, [&] { return result.has_value(); }, 20s)) << client.last_remote_error();
+    EXPECT_FALSE(*result) << result->message();
+    EXPECT_EQ(pong.t, 42);
+  }
+  // Either way the client is back and serves new calls.
+  std::optional<boost::system::error_code> after;
+  client.call<benchmarks::Pong>(1, 2, benchmarks::Ping{7}, 30s,
+                                [&](const boost::system::error_code& ec, benchmarks::Pong) { after = ec; });
+  ASSERT_TRUE(run_until(loop, [&] { return after.has_value(); }, 20s)) << client.last_remote_error();
+  EXPECT_FALSE(*after) << after->message();
+  EXPECT_EQ(client.reconnect_stats()->connects, 2u);
+  client.close();
 }
 
 }  // namespace

@@ -66,6 +66,10 @@ class ReconnectingClient final : private SessionEvents {
   ReconnectingClient& operator=(const ReconnectingClient&) = delete;
 
   void start();
+  // Told when the connection goes over its high-water mark (true) and when it
+  // drains (false), after the outbox had its turn: for a user that keeps
+  // messages of its own waiting.
+  void set_backpressure_handler(std::function<void(bool congested)> handler) { on_backpressure_ = std::move(handler); }
   // sent, queued (outbox), or a refusal: outbox_full, invalid, closed (after stop()).
   SendResult send(std::span<const std::byte> payload);
   // Flushes and closes the connection; no more reconnects.
@@ -93,6 +97,7 @@ class ReconnectingClient final : private SessionEvents {
   boost::asio::io_context& loop_;
   ReconnectingClientOptions options_;
   Callbacks callbacks_;
+  std::function<void(bool)> on_backpressure_;
   std::unique_ptr<SessionCodec> validator_;  // frames nothing; checks payloads that go to the outbox
   Backoff backoff_;
   std::mt19937_64 rng_;

@@ -5,9 +5,15 @@
 // failed with a clear error when the connection goes. call() takes a callback;
 // async_call() takes any Asio completion token (asio::use_awaitable for C++20
 // coroutines). All members are used on the client's loop.
+//
+// Two ways to connect: connect() makes one connection (when it goes, pending
+// calls fail and so do later ones); start() keeps the client connected
+// (reconnects with backoff), holds calls made while it is away until it is
+// back, and treats calls caught in flight by a drop as InFlightPolicy says.
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <queue>
@@ -21,6 +27,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <volley/net/reconnecting_client.hpp>
 #include <volley/net/session.hpp>
 #include <volley/net/tcp_connection.hpp>
 #include <volley/rpc/frame.hpp>
@@ -52,6 +59,14 @@ struct boost::system::is_error_code_enum<volley::rpc::ClientErrc> : std::true_ty
 
 namespace volley::rpc {
 
+// What becomes of calls already sent when their connection drops, their
+// replies not yet in (the server may or may not have run them).
+enum class InFlightPolicy {
+  fail,    // they fail with connection_closed: each request runs at most once
+  replay,  // they are sent again on the next connection, ahead of calls made since, each
+           // within its own timeout: at least once, for requests that are safe to repeat
+};
+
 class RpcClient {
  public:
   using Clock = std::chrono::steady_clock;
@@ -77,6 +92,18 @@ class RpcClient {
   // call it before the loop runs elsewhere.
   void connect(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
                std::unique_ptr<net::StreamTransport> transport, boost::system::error_code& ec);
+  // Keeps itself connected to options.host:options.port instead (net::ReconnectingClient:
+  // backoff with jitter, options.session's heartbeats, options.make_transport for TLS).
+  // Calls made while it is away, or while the connection is over its high-water
+  // mark, wait in order, each within its own timeout; at most
+  // options.outbox_messages calls and options.outbox_bytes of requests wait,
+  // further calls are refused with `overloaded`. Returns at once.
+  void start(net::ReconnectingClientOptions options, InFlightPolicy policy = InFlightPolicy::fail);
+  bool connected() const noexcept;
+  // Connections made and lost, attempts failed (start() only).
+  const net::ReconnectingClientStats* reconnect_stats() const noexcept;
+  std::size_t waiting() const noexcept { return waiting_.size(); }  // accepted, not yet sent
+  // Fails every pending and waiting call with connection_closed; no reconnects after it.
   void close();
 
   template <class Reply, class Request>
@@ -107,7 +134,7 @@ class RpcClient {
         token, std::cref(request));
   }
 
-  std::size_t pending() const noexcept { return pending_.size(); }
+  std::size_t pending() const noexcept { return pending_.size(); }  // waiting ones included
   const std::string& last_remote_error() const noexcept { return last_remote_error_; }
 
   // From the connection (public for the stream handler).
@@ -120,6 +147,9 @@ class RpcClient {
     std::uint32_t reply_id;
     Clock::time_point deadline;
     Completion complete;
+    std::uint64_t order = 0;       // when it was made: calls go out, and are replayed, in this order
+    bool waiting = false;          // accepted, not on a connection (yet, or again)
+    std::vector<std::byte> frame;  // kept while waiting, and while on a connection under replay
   };
   using Deadline = std::pair<Clock::time_point, std::uint32_t>;
 
@@ -127,6 +157,11 @@ class RpcClient {
   void arm_timer();
   void expire();
   void fail_all(const boost::system::error_code& ec);
+  net::Session* live_session() const noexcept;
+  bool can_send() const noexcept;
+  void send_waiting();
+  void on_disconnected(const net::CloseReason& reason);
+  void forget_waiting(Pending& p);
 
   boost::asio::io_context& loop_;
   net::SessionOptions session_options_;
@@ -137,7 +172,16 @@ class RpcClient {
   boost::asio::steady_timer timer_;
   std::optional<Clock::time_point> armed_for_;
   std::uint32_t next_sequence_ = 1;
+  std::uint64_t next_order_ = 0;
   std::vector<std::byte> scratch_;
+  // start() only.
+  std::unique_ptr<net::ReconnectingClient> reconnecting_;
+  InFlightPolicy policy_ = InFlightPolicy::fail;
+  std::map<std::uint64_t, std::uint32_t> waiting_;  // order -> sequence
+  std::size_t waiting_bytes_ = 0;
+  std::size_t max_waiting_ = 0;
+  std::size_t max_waiting_bytes_ = 0;
+  std::unique_ptr<net::SessionCodec> validator_;  // checks a request before it waits
   std::string last_remote_error_;
 };
 

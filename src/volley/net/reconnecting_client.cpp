@@ -66,6 +66,16 @@ void ReconnectingClient::on_connect(const boost::system::error_code& ec) {
     schedule_reconnect(ec == asio::error::operation_aborted ? "connect timed out" : ec.message());
     return;
   }
+  boost::system::error_code local_error, remote_error;
+  if (socket_->local_endpoint(local_error) == socket_->remote_endpoint(remote_error) && !local_error && !remote_error) {
+    // Nobody listens on the port and the kernel picked that very port as the
+    // source: TCP's simultaneous open connected the socket to itself. It would
+    // hold the port the server needs; drop it and try again.
+    socket_.reset();
+    ++stats_.failed_attempts;
+    schedule_reconnect("connected to itself (nothing listens on the port)");
+    return;
+  }
   auto session = std::make_unique<Session>(options_.make_codec(), options_.session, static_cast<SessionEvents&>(*this));
   Session* raw = session.get();
   ConnectionLimits limits;
@@ -140,6 +150,7 @@ void ReconnectingClient::on_message(Session& /*session*/, std::span<const std::b
 
 void ReconnectingClient::on_backpressure(Session& /*session*/, bool congested) {
   if (!congested) drain_outbox();
+  if (on_backpressure_) on_backpressure_(congested);
 }
 
 void ReconnectingClient::on_close(Session& /*session*/, const CloseReason& reason) {

@@ -1,5 +1,7 @@
 #include <volley/rpc/client.hpp>
 
+#include <algorithm>
+
 #include <volley/net/tcp_connect.hpp>
 #include <volley/rpc/session_codec.hpp>
 #include <volley/wire/byte_order.hpp>
@@ -88,11 +90,55 @@ void RpcClient::connect(const std::string& host, std::uint16_t port, std::chrono
   }
 }
 
+void RpcClient::start(net::ReconnectingClientOptions options, InFlightPolicy policy) {
+  policy_ = policy;
+  max_waiting_ = options.outbox_messages;
+  max_waiting_bytes_ = options.outbox_bytes;
+  options.outbox_messages = 0;  // calls wait here, with their deadlines, not as bytes in its outbox
+  options.outbox_bytes = 0;
+  options.make_codec = [] { return make_rpc_codec(); };
+  validator_ = make_rpc_codec();
+  net::ReconnectingClient::Callbacks callbacks;
+  callbacks.on_message = [this](std::span<const std::byte> frame) {
+    on_frame({wire::load_u32_be(frame.data()), wire::load_u32_be(frame.data() + 8), frame.subspan(kHeaderSize)});
+  };
+  callbacks.on_connected = [this] { send_waiting(); };
+  callbacks.on_disconnected = [this](const net::CloseReason& reason) { on_disconnected(reason); };
+  callbacks.on_connect_failed = [this](const std::string& error, std::chrono::milliseconds) { last_remote_error_ = error; };
+  reconnecting_ = std::make_unique<net::ReconnectingClient>(loop_, std::move(options), std::move(callbacks));
+  reconnecting_->set_backpressure_handler([this](bool congested) {
+    if (!congested) send_waiting();
+  });
+  reconnecting_->start();
+}
+
+bool RpcClient::connected() const noexcept {
+  const net::Session* s = live_session();
+  return s != nullptr && s->open();
+}
+
+const net::ReconnectingClientStats* RpcClient::reconnect_stats() const noexcept {
+  return reconnecting_ ? &reconnecting_->stats() : nullptr;
+}
+
+net::Session* RpcClient::live_session() const noexcept {
+  return reconnecting_ ? reconnecting_->session() : session_;
+}
+
+bool RpcClient::can_send() const noexcept {
+  const net::Session* s = live_session();
+  return s != nullptr && s->open() && !s->congested();
+}
+
 void RpcClient::close() {
   session_ = nullptr;
   if (connection_) {
     auto c = std::move(connection_);
     c->abort({net::CloseReason::Kind::local_close, {}});  // calls on_closed: pending calls fail
+  }
+  if (reconnecting_) {
+    reconnecting_->stop();
+    fail_all(ClientErrc::connection_closed);
   }
   timer_.cancel();
 }
@@ -103,27 +149,94 @@ void RpcClient::start_call(std::uint32_t request_id, std::uint32_t reply_id, Clo
     // Fail asynchronously, as an I/O error would: callers never see a completion inside call().
     asio::post(loop_, [complete = std::move(complete), why] { complete(why, {}); });
   };
-  if (session_ == nullptr || !session_->open()) return refuse(ClientErrc::not_connected);
-  if (session_->congested()) return refuse(ClientErrc::overloaded);
+  if (!reconnecting_) {
+    if (session_ == nullptr || !session_->open()) return refuse(ClientErrc::not_connected);
+    if (session_->congested()) return refuse(ClientErrc::overloaded);
+  }
   // Wrap-around safe: skip a sequence number still waiting for its reply.
   while (pending_.count(next_sequence_) != 0) ++next_sequence_;
-  const std::uint32_t sequence = next_sequence_++;
+  const std::uint32_t sequence = next_sequence_;
   write_header(scratch_.data(), sequence, static_cast<std::uint32_t>(scratch_.size() - kHeaderSize), request_id);
-  const auto deadline = Clock::now() + timeout;
-  switch (session_->send(scratch_)) {
-    case net::SendResult::sent: break;
-    case net::SendResult::invalid: return refuse(ClientErrc::request_too_large);
-    case net::SendResult::high_water: return refuse(ClientErrc::overloaded);
-    default: return refuse(ClientErrc::not_connected);
+  bool sent = false;
+  if (!reconnecting_ || (waiting_.empty() && can_send())) {
+    // Straight onto the connection (only when nothing older waits: order is kept).
+    switch (reconnecting_ ? reconnecting_->send(scratch_) : session_->send(scratch_)) {
+      case net::SendResult::sent: sent = true; break;
+      case net::SendResult::invalid: return refuse(ClientErrc::request_too_large);
+      case net::SendResult::high_water: return refuse(ClientErrc::overloaded);
+      default:
+        if (!reconnecting_) return refuse(ClientErrc::not_connected);
+    }
   }
-  pending_.emplace(sequence, Pending{reply_id, deadline, std::move(complete)});
+  if (!sent) {
+    std::array<std::byte, net::SessionCodec::kMaxHeader> header;
+    std::error_code invalid;
+    validator_->frame_header(scratch_, header, invalid);
+    if (invalid) return refuse(ClientErrc::request_too_large);
+    if (waiting_.size() >= max_waiting_ || waiting_bytes_ + scratch_.size() > max_waiting_bytes_)
+      return refuse(ClientErrc::overloaded);
+  }
+  Pending p{reply_id, Clock::now() + timeout, std::move(complete), next_order_++, !sent, {}};
+  // Kept while it waits, and under replay until its reply: it may have to go again.
+  if (!sent || (reconnecting_ && policy_ == InFlightPolicy::replay)) p.frame = scratch_;
+  if (p.waiting) {
+    waiting_.emplace(p.order, sequence);
+    waiting_bytes_ += p.frame.size();
+  }
+  ++next_sequence_;
+  const auto deadline = p.deadline;
+  pending_.emplace(sequence, std::move(p));
   deadlines_.emplace(deadline, sequence);
   arm_timer();
+}
+
+void RpcClient::forget_waiting(Pending& p) {
+  if (!p.waiting) return;
+  waiting_.erase(p.order);
+  waiting_bytes_ -= p.frame.size();
+  p.waiting = false;
+}
+
+void RpcClient::send_waiting() {
+  while (!waiting_.empty() && can_send()) {
+    const auto [order, sequence] = *waiting_.begin();
+    Pending& p = pending_.at(sequence);
+    if (reconnecting_->send(p.frame) != net::SendResult::sent) break;  // over high water again: wait for the drain
+    forget_waiting(p);
+    if (policy_ == InFlightPolicy::fail) std::vector<std::byte>().swap(p.frame);
+  }
+}
+
+void RpcClient::on_disconnected(const net::CloseReason& reason) {
+  last_remote_error_ = std::string(net::to_string(reason.kind)) + (reason.detail.empty() ? "" : ": " + reason.detail);
+  // The calls that were on the connection, in the order they were made.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> caught;
+  for (const auto& [sequence, p] : pending_)
+    if (!p.waiting) caught.emplace_back(p.order, sequence);
+  std::sort(caught.begin(), caught.end());
+  if (policy_ == InFlightPolicy::replay) {
+    // Back in line ahead of every call made after them (the order keys say so).
+    for (const auto& [order, sequence] : caught) {
+      Pending& p = pending_.at(sequence);
+      p.waiting = true;
+      waiting_.emplace(order, sequence);
+      waiting_bytes_ += p.frame.size();
+    }
+    return;
+  }
+  for (const auto& [order, sequence] : caught) {
+    const auto it = pending_.find(sequence);
+    if (it == pending_.end()) continue;  // a completion before it finished another one off
+    Pending p = std::move(it->second);
+    pending_.erase(it);
+    p.complete(ClientErrc::connection_closed, {});
+  }
 }
 
 void RpcClient::on_frame(const Frame& frame) {
   const auto it = pending_.find(frame.sequence);
   if (it == pending_.end()) return;  // timed out already: the late reply is dropped
+  if (it->second.waiting) return;    // sent on a connection that is gone; it waits to go again
   Pending p = std::move(it->second);
   pending_.erase(it);
   if (frame.message_id == kErrorMessageId) {
@@ -149,6 +262,8 @@ void RpcClient::on_closed(const std::string& reason) {
 void RpcClient::fail_all(const boost::system::error_code& ec) {
   auto pending = std::move(pending_);
   pending_.clear();
+  waiting_.clear();
+  waiting_bytes_ = 0;
   deadlines_ = {};
   timer_.cancel();
   armed_for_.reset();
@@ -178,6 +293,7 @@ void RpcClient::expire() {
     if (it == pending_.end() || it->second.deadline != deadline) continue;
     Pending p = std::move(it->second);
     pending_.erase(it);
+    forget_waiting(p);
     p.complete(ClientErrc::timed_out, {});
   }
   // Drop heap entries of calls that were answered, so the heap does not grow.
