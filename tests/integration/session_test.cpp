@@ -23,6 +23,7 @@
 #include <volley/net/server.hpp>
 
 #include "child_process.hpp"
+#include "framings.hpp"
 #include "links.hpp"
 #include "listening_server.hpp"
 #include "run_until.hpp"
@@ -87,7 +88,6 @@ net::ReconnectingClientOptions client_options(std::uint16_t port) {
   return o;
 }
 
-std::span<const std::byte> bytes_of(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
 
 TEST(Session, ClientDetectsASilentServerAfterIntervalTimesMisses) {
   SilentPeer server;
@@ -117,21 +117,23 @@ TEST(Session, ClientDetectsASilentServerAfterIntervalTimesMisses) {
   EXPECT_LE(elapsed, 2000);  // the exact moment is tested on a virtual clock (SessionPolicy.*)
 }
 
-// The tests below run over plain TCP and over TLS alike.
-class SessionOver : public testing::TestWithParam<Link> {};
-INSTANTIATE_TEST_SUITE_P(Links, SessionOver, testing::Values(Link::tcp, Link::tls), link_name);
-
-std::vector<std::string> with_link(std::vector<std::string> args, Link link) {
-  for (auto& f : server_flags(link)) args.push_back(f);
-  return args;
-}
+// The tests below run for every framing (checked, gNB, RPC) over plain TCP and over TLS alike.
+class SessionOver : public FramingAndLink {
+ protected:
+  net::ReconnectingClientOptions options(int port) const {
+    auto o = client_options(static_cast<std::uint16_t>(port));
+    o.make_codec = [f = framing()] { return make_codec(f); };
+    o.make_transport = client_transport(link());
+    return o;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Sessions, SessionOver, every_framing_and_link(), over_name);
 
 TEST_P(SessionOver, HeartbeatsKeepAnIdleSessionAliveBothWays) {
   TempDir dir;
-  RunningPingPongServer server(dir, with_link({"--heartbeat-ms", "100", "--heartbeat-misses", "2"}, GetParam()));
+  RunningPingPongServer server(dir, server_args({"--heartbeat-ms", "100", "--heartbeat-misses", "2"}));
   asio::io_context loop;
-  auto o = client_options(static_cast<std::uint16_t>(server.port()));
-  o.make_transport = client_transport(GetParam());
+  auto o = options(server.port());
   o.session.heartbeat_interval = 100ms;
   o.session.heartbeat_misses = 2;
   int disconnects = 0;
@@ -154,11 +156,10 @@ TEST_P(SessionOver, HeartbeatsKeepAnIdleSessionAliveBothWays) {
 
 TEST_P(SessionOver, ReconnectsAndDeliversTheOutboxExactlyOnceInOrder) {
   TempDir dir;
-  auto server = std::make_unique<RunningPingPongServer>(dir, with_link({}, GetParam()), 0, "server-1");
+  auto server = std::make_unique<RunningPingPongServer>(dir, server_args({}), 0, "server-1");
   const int port = server->port();
   asio::io_context loop;
-  auto o = client_options(static_cast<std::uint16_t>(port));
-  o.make_transport = client_transport(GetParam());
+  auto o = options(port);
   o.outbox_messages = 300;
   int connects = 0, disconnects = 0, failures = 0;
   std::vector<std::string> echoes;
@@ -167,10 +168,11 @@ TEST_P(SessionOver, ReconnectsAndDeliversTheOutboxExactlyOnceInOrder) {
       {.on_connected = [&] { ++connects; },
        .on_disconnected = [&](const net::CloseReason&) { ++disconnects; },
        .on_connect_failed = [&](const std::string&, std::chrono::milliseconds) { ++failures; },
-       .on_message = [&](std::span<const std::byte> p) { echoes.emplace_back(reinterpret_cast<const char*>(p.data()), p.size()); }});
+       .on_message = [&](std::span<const std::byte> p) { echoes.push_back(text_of(framing(), p)); }});
   client.start();
   ASSERT_TRUE(run_until(loop, [&] { return client.connected(); }, 5s));
-  for (int i = 0; i < 10; ++i) EXPECT_EQ(client.send(bytes_of("before " + std::to_string(i))), net::SendResult::sent);
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(client.send(message(framing(), "before " + std::to_string(i))), net::SendResult::sent);
   ASSERT_TRUE(run_until(loop, [&] { return echoes.size() == 10; }, 5s));
 
   server->process().send_signal(SIGKILL);
@@ -178,13 +180,13 @@ TEST_P(SessionOver, ReconnectsAndDeliversTheOutboxExactlyOnceInOrder) {
   ASSERT_TRUE(run_until(loop, [&] { return disconnects == 1; }, 5s));
   // While the server is away every message goes to the outbox, up to its bound.
   for (int i = 0; i < 300; ++i)
-    ASSERT_EQ(client.send(bytes_of("during " + std::to_string(i))), net::SendResult::queued) << i;
-  EXPECT_EQ(client.send(bytes_of("one too many")), net::SendResult::outbox_full);
+    ASSERT_EQ(client.send(message(framing(), "during " + std::to_string(i))), net::SendResult::queued) << i;
+  EXPECT_EQ(client.send(message(framing(), "one too many")), net::SendResult::outbox_full);
   EXPECT_EQ(client.outbox_messages(), 300u);
   run_until(loop, [&] { return failures >= 2; }, 5s);  // it keeps trying, backing off
   EXPECT_GE(failures, 2);
 
-  server = std::make_unique<RunningPingPongServer>(dir, with_link({}, GetParam()), port, "server-2");
+  server = std::make_unique<RunningPingPongServer>(dir, server_args({}), port, "server-2");
   ASSERT_EQ(server->port(), port);
   ASSERT_TRUE(run_until(loop, [&] { return echoes.size() >= 310; }, 10s)) << echoes.size();
   run_until(loop, [] { return false; }, 200ms);  // anything extra would show up now
