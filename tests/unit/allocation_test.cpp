@@ -6,6 +6,7 @@
 #include <new>
 #include <vector>
 
+#include <volley/dispatch/dispatcher.hpp>
 #include <volley/dispatch/views.hpp>
 #include <volley/net/detail/write_queue.hpp>
 #include <volley/serial/binary.hpp>
@@ -122,4 +123,34 @@ TEST(Allocations, DecodingIntoAnExistingValueReusesItsStrings) {
   const std::size_t again = g_allocations;
   for (int i = 0; i < 1000; ++i) ASSERT_GT(volley::serial::encode(request, buffer, ec), 0u);
   EXPECT_EQ(g_allocations - again, 0u);  // encoding into a caller's buffer never allocates
+}
+
+TEST(Allocations, AWarmDispatcherAllocatesNothingPerMessage) {
+  // gNB frames to their views, and a request with a string decoded by serial
+  // into the instance the dispatcher keeps for its handler.
+  dispatch::Dispatcher<dispatch::GnbProtocol> frames;
+  std::uint64_t total = 0;
+  frames.on<dispatch::ControlView>(0x1001, [&](const dispatch::ControlView& v) { total += v.transaction_id; })
+      .on<dispatch::DataView>(0x8001, [&](const dispatch::DataView& v) { total += v.body.size(); });
+  const auto stream = stream_of(6000);
+  std::vector<std::span<const std::byte>> messages;
+  for (std::size_t at = 0; at < stream.size();) {
+    const std::size_t size = gnb::kHeaderSize + volley::wire::load_u32_be(stream.data() + at + 2);
+    messages.push_back(std::span(stream).subspan(at, size));
+    at += size;
+  }
+  dispatch::Dispatcher<dispatch::LeadingId<std::uint8_t>> requests;
+  requests.on<benchmarks::Request>(1, [&](const benchmarks::Request& r) { total += r.text.size(); });
+  std::vector<std::byte> request{std::byte{1}};
+  volley::serial::encode_append(benchmarks::Request{std::string(100, 'q'), 2.5, 1, 2, 3}, request);
+  requests.dispatch(request);  // sizes the kept instance's string
+
+  const std::size_t before = g_allocations;
+  for (const auto& m : messages) frames.dispatch(m);
+  for (int i = 0; i < 1000; ++i) requests.dispatch(request);
+  EXPECT_EQ(g_allocations - before, 0u);
+  EXPECT_EQ(frames.stats().handled, 3000u);  // control and both data frames of every six
+  EXPECT_EQ(frames.stats().unknown_id, 3000u);
+  EXPECT_EQ(requests.stats().handled, 1001u);
+  EXPECT_GT(total, 0u);
 }

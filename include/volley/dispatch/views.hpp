@@ -3,6 +3,7 @@
 // a std::variant, and std::visit calls the handler's overload for that type.
 // Nothing here allocates.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <variant>
 
@@ -11,23 +12,55 @@
 
 namespace volley::dispatch {
 
+namespace detail {
+// The body fits the type's layout (docs/PROTOCOL.md): what a decoder checked
+// already for frames it accepted, checked again for bodies from elsewhere.
+inline bool fits(wire::gnb::MessageType type, std::span<const std::byte> body) noexcept {
+  const auto index = wire::gnb::type_index(static_cast<std::uint16_t>(type));
+  return index && body.size() >= wire::gnb::kTypes[*index].min_body && body.size() <= wire::gnb::kTypes[*index].max_body;
+}
+}  // namespace detail
+
+// Each view can also be made from a body alone (from_body: nullopt when the
+// body breaks its type's layout), which makes it a handler type for
+// dispatch::Dispatcher<GnbProtocol> (volley/dispatch/dispatcher.hpp).
 struct ControlView {
   std::uint32_t transaction_id;
   std::span<const std::byte> body;  // whole body, id included (the checksum covers it)
+  static std::optional<ControlView> from_body(std::span<const std::byte> b) noexcept {
+    if (!detail::fits(wire::gnb::MessageType::control, b)) return std::nullopt;
+    return ControlView{wire::load_u32_be(b.data()), b};
+  }
 };
 struct AckView {
   std::uint32_t transaction_id;
+  static std::optional<AckView> from_body(std::span<const std::byte> b) noexcept {
+    if (!detail::fits(wire::gnb::MessageType::ack, b)) return std::nullopt;
+    return AckView{wire::load_u32_be(b.data())};
+  }
 };
 struct NackView {
   std::uint32_t transaction_id;
   std::uint16_t cause;
+  static std::optional<NackView> from_body(std::span<const std::byte> b) noexcept {
+    if (!detail::fits(wire::gnb::MessageType::nack, b)) return std::nullopt;
+    return NackView{wire::load_u32_be(b.data()), wire::load_u16_be(b.data() + 4)};
+  }
 };
 struct AckChecksumView {
   std::uint32_t transaction_id;
   std::uint32_t checksum;
+  static std::optional<AckChecksumView> from_body(std::span<const std::byte> b) noexcept {
+    if (!detail::fits(wire::gnb::MessageType::ack_checksum, b)) return std::nullopt;
+    return AckChecksumView{wire::load_u32_be(b.data()), wire::load_u32_be(b.data() + 4)};
+  }
 };
 struct DataView {
   std::span<const std::byte> body;
+  static std::optional<DataView> from_body(std::span<const std::byte> b) noexcept {
+    if (!detail::fits(wire::gnb::MessageType::data, b)) return std::nullopt;
+    return DataView{b};
+  }
 };
 
 using MessageView = std::variant<ControlView, AckView, NackView, AckChecksumView, DataView>;
