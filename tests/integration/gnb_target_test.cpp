@@ -325,7 +325,11 @@ TEST(MisbehavingClients, ASilentConnectionIsClosedAfterTheIdleTimeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_TRUE(silent.peer_closed());
-  talking.close();
+  // Our end of stream, and the target's answer to it, before the target is
+  // stopped: otherwise the stop may close the connection first (counted as a
+  // shutdown close, not a peer's).
+  talking.shutdown_write();
+  EXPECT_TRUE(talking.peer_closed());
   const auto report = target.stop();
   EXPECT_EQ(u64(report.at("connections").at("closed_idle")), 1u);
   EXPECT_EQ(u64(report.at("connections").at("closed_by_peer")), 1u);

@@ -59,6 +59,9 @@ class RawClient {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
+  // Sends our end of stream, keeps reading: peer_closed() then waits for the
+  // server to have seen it and closed its side.
+  void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
 
  private:
   int fd_ = -1;
