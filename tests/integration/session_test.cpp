@@ -1,13 +1,18 @@
 // Sessions in process over loopback: heartbeats both ways, reconnection with
 // the outbox, backpressure, even spreading over workers, graceful close.
+#include <net/if.h>
 #include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <thread>
@@ -115,6 +120,57 @@ TEST(Session, ClientDetectsASilentServerAfterIntervalTimesMisses) {
   const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(disconnected_at - connected_at).count();
   EXPECT_GE(elapsed, 390);   // interval x misses after the session opened
   EXPECT_LE(elapsed, 2000);  // the exact moment is tested on a virtual clock (SessionPolicy.*)
+}
+
+// With nothing listening on a local port and that port the only ephemeral one,
+// connect() binds the socket to it and TCP's simultaneous open connects the
+// socket to itself. Run in a child process, in a network namespace of its own
+// (198.18.0.0/15 is not needed: loopback alone) where the ephemeral range is
+// that one port. Exit codes: 0 refused as a failed attempt, 1 taken for a
+// session, 2 nothing happened, 10+ no namespace to be had.
+int connect_to_itself_in_a_namespace() {
+  if (::unshare(CLONE_NEWNET) != 0) return 10;
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ifreq lo{};
+  std::strcpy(lo.ifr_name, "lo");
+  if (fd < 0 || ::ioctl(fd, SIOCGIFFLAGS, &lo) != 0) return 11;
+  lo.ifr_flags |= IFF_UP;
+  if (::ioctl(fd, SIOCSIFFLAGS, &lo) != 0) return 12;
+  ::close(fd);
+  constexpr std::uint16_t kPort = 40000;
+  std::ofstream("/proc/sys/net/ipv4/ip_local_port_range") << kPort << ' ' << kPort << '\n';
+  if (std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range"); !(range >> std::ws) || range.peek() != '4') return 13;
+  asio::io_context loop;
+  auto o = client_options(kPort);
+  o.backoff = {10ms, 20ms, 2.0, 0.2};
+  int connected = 0;
+  bool itself = false;
+  net::ReconnectingClient client(loop, o,
+                                 {.on_connected = [&] { ++connected; },
+                                  .on_disconnected = {},
+                                  .on_connect_failed =
+                                      [&](const std::string& error, std::chrono::milliseconds) {
+                                        itself = itself || error.find("itself") != std::string::npos;
+                                      },
+                                  .on_message = {}});
+  client.start();
+  run_until(loop, [&] { return connected > 0 || client.stats().failed_attempts >= 3; }, 5s);
+  client.stop();
+  if (connected > 0) return 1;
+  return itself && client.stats().failed_attempts >= 3 ? 0 : 2;
+}
+
+TEST(ReconnectingClient, AConnectionToItselfIsAFailedAttemptNotASession) {
+  if (::geteuid() != 0) GTEST_SKIP() << "a network namespace needs root";
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(connect_to_itself_in_a_namespace());  // no gtest teardown in the child
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) >= 10) GTEST_SKIP() << "no network namespace here (step " << WEXITSTATUS(status) << ")";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << (WEXITSTATUS(status) == 1 ? "the client took a connection to itself for its server"
+                                                                   : "no attempt connected to itself");
 }
 
 // The tests below run for every framing (checked, gNB, RPC) over plain TCP and over TLS alike.
