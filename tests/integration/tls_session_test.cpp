@@ -502,6 +502,23 @@ TEST_P(RpcOver, CallsOverTheWaitingBoundAreRefusedAsOverloadedAndTheRestStillAns
   client.close();
 }
 
+TEST_P(RpcOver, ACallAfterCloseFailsAtOnceInsteadOfWaitingForItsTimeout) {
+  PingServer server(GetParam(), 0);
+  asio::io_context loop;
+  rpc::RpcClient client(loop);
+  client.start(reconnect_to(server.port(), GetParam()));
+  ASSERT_TRUE(run_until(loop, [&] { return client.connected(); }, 10s)) << client.last_remote_error();
+  client.close();
+  std::optional<boost::system::error_code> result;
+  client.call<benchmarks::Pong>(1, 2, benchmarks::Ping{1}, 60s,
+                                [&](const boost::system::error_code& ec, benchmarks::Pong) { result = ec; });
+  // Refused on the loop's next turn; before the fix it waited out its 60 s.
+  ASSERT_TRUE(run_until(loop, [&] { return result.has_value(); }, 10s));
+  EXPECT_EQ(*result, rpc::ClientErrc::not_connected);
+  EXPECT_EQ(client.waiting(), 0u);
+  EXPECT_EQ(client.pending(), 0u);
+}
+
 // Accepts one connection, reads one request's header and closes: a server
 // that died after the request reached it, before the reply.
 class DiesAfterTheRequest {

@@ -103,7 +103,8 @@ class RpcClient {
   // Connections made and lost, attempts failed (start() only).
   const net::ReconnectingClientStats* reconnect_stats() const noexcept;
   std::size_t waiting() const noexcept { return waiting_.size(); }  // accepted, not yet sent
-  // Fails every pending and waiting call with connection_closed; no reconnects after it.
+  // Fails every pending and waiting call with connection_closed; no reconnects
+  // after it, and later calls fail at once with not_connected (until start() again).
   void close();
 
   template <class Reply, class Request>
@@ -176,6 +177,7 @@ class RpcClient {
   std::vector<std::byte> scratch_;
   // start() only.
   std::unique_ptr<net::ReconnectingClient> reconnecting_;
+  bool stopped_ = false;  // close() after start(): calls are refused with not_connected
   InFlightPolicy policy_ = InFlightPolicy::fail;
   std::map<std::uint64_t, std::uint32_t> waiting_;  // order -> sequence
   std::size_t waiting_bytes_ = 0;

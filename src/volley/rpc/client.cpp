@@ -93,6 +93,7 @@ void RpcClient::connect(const std::string& host, std::uint16_t port, std::chrono
 }
 
 void RpcClient::start(net::ReconnectingClientOptions options, InFlightPolicy policy) {
+  stopped_ = false;
   policy_ = policy;
   max_waiting_ = options.outbox_messages;
   max_waiting_bytes_ = options.outbox_bytes;
@@ -138,6 +139,7 @@ void RpcClient::close() {
   }
   if (reconnecting_) {
     reconnecting_->stop();
+    stopped_ = true;  // it never connects again: later calls are refused, not left to time out
     fail_all(ClientErrc::connection_closed);
   }
   timer_.cancel();
@@ -149,6 +151,7 @@ void RpcClient::start_call(std::uint32_t request_id, std::uint32_t reply_id, Clo
     // Fail asynchronously, as an I/O error would: callers never see a completion inside call().
     asio::post(loop_, [complete = std::move(complete), why] { complete(why, {}); });
   };
+  if (stopped_) return refuse(ClientErrc::not_connected);
   if (!reconnecting_) {
     if (session_ == nullptr || !session_->open()) return refuse(ClientErrc::not_connected);
     if (session_->congested()) return refuse(ClientErrc::overloaded);
