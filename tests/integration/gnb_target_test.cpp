@@ -354,3 +354,73 @@ TEST(AllowInvalid, OversizeControlsAreNackedAndTheStreamStaysInSync) {
   EXPECT_EQ(u64(gen.report.at("replies").at("nack")), oversize);
   EXPECT_EQ(u64(gen.report.at("replies").at("ack")), valid);
 }
+
+// The target and the generator run gNB sessions: with --heartbeat-ms on both,
+// quiet connections stay up on keepalives (six zero bytes) and a silent peer is
+// found out on either side. Bounds are generous: the checks are about who
+// notices what, not about timing.
+TEST(GnbHeartbeats, AQuietGeneratorAndTargetKeepEachOtherAliveOnKeepalives) {
+  TempDir dir;
+  RunningTarget target(dir, {"--heartbeat-ms", "200", "--heartbeat-misses", "5"});
+  ASSERT_NE(target.port(), 0);
+  // Four messages a second and no replies: the target has nothing to say but keepalives.
+  const GenRun gen = run_generator(dir, {"volley", "gen"}, target.port(),
+                                   {"-m", "1001:64:100", "-r", "4", "-t", "2", "--heartbeat-ms", "200",
+                                    "--heartbeat-misses", "5"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.stderr_text;
+  const boost::json::object report = target.stop();
+  EXPECT_EQ(u64(gen.report.at("clean_connections")), 1u);
+  EXPECT_EQ(received_per_type(report), sent_per_type(gen.report));
+  const std::uint64_t target_sent = u64(report.at("keepalives").at("sent"));
+  EXPECT_GE(target_sent, 1u) << "an idle target sends keepalives";
+  EXPECT_GE(u64(gen.report.at("keepalives").at("received")), 1u);
+  EXPECT_LE(u64(gen.report.at("keepalives").at("received")), target_sent);
+  EXPECT_LE(u64(report.at("keepalives").at("received")), u64(gen.report.at("keepalives").at("sent")));
+  EXPECT_EQ(u64(report.at("connections").at("closed_heartbeat_timeout")), 0u);
+  EXPECT_EQ(u64(report.at("protocol_errors").at("unknown_type")), 0u) << "keepalives are not frames";
+}
+
+TEST(GnbHeartbeats, TheTargetClosesAConnectionThatFallsSilent) {
+  TempDir dir;
+  RunningTarget target(dir, {"--heartbeat-ms", "100", "--heartbeat-misses", "2"});
+  ASSERT_NE(target.port(), 0);
+  {
+    RawClient c(target.port());  // connects, then says nothing at all
+    const auto keepalive = c.read(gnb::kKeepaliveSize);
+    ASSERT_EQ(keepalive.size(), gnb::kKeepaliveSize);
+    for (std::byte b : keepalive) EXPECT_EQ(b, std::byte{0});
+    // Aborted once silent for two intervals (the read in between is up to 5 s per call).
+    bool closed = false;
+    for (int i = 0; i < 100 && !closed; ++i) {
+      const auto more = c.read(gnb::kKeepaliveSize);
+      closed = more.size() < gnb::kKeepaliveSize;
+    }
+    EXPECT_TRUE(closed);
+  }
+  const boost::json::object report = target.stop();
+  EXPECT_EQ(u64(report.at("connections").at("closed_heartbeat_timeout")), 1u);
+  EXPECT_GE(u64(report.at("keepalives").at("sent")), 1u);
+  EXPECT_NE(target.process().stderr_text().find("heartbeat timeout"), std::string::npos);
+}
+
+TEST(GnbHeartbeats, AGeneratorEndsAConnectionToATargetThatSaysNothing) {
+  TempDir dir;
+  RunningTarget target(dir, {});  // no heartbeats, no replies: silent
+  ASSERT_NE(target.port(), 0);
+  ChildProcess gen({bin("volley"), "gen", "--port", std::to_string(target.port()), "--json", "--no-progress", "-m",
+                    "8001:100:100", "-r", "20", "-t", "30", "--heartbeat-ms", "100", "--heartbeat-misses", "3"},
+                   dir.file("gen"));
+  const auto code = gen.wait_for(std::chrono::seconds(20));  // long before its 30 s of sending
+  ASSERT_TRUE(code.has_value()) << "the generator did not notice the silence";
+  EXPECT_EQ(*code, 3) << gen.stderr_text();
+  const auto report = boost::json::parse(gen.stdout_text()).as_object();
+  ASSERT_EQ(report.at("connection_problems").as_array().size(), 1u);
+  EXPECT_NE(std::string(report.at("connection_problems").at(0).as_string()).find("heartbeat timeout"),
+            std::string::npos);
+  EXPECT_EQ(u64(report.at("clean_connections")), 0u);
+  const boost::json::object target_report = target.stop();
+  // The connection was aborted (nothing queued can reach a silent peer); what
+  // reached the target before that was counted there.
+  EXPECT_GT(u64(target_report.at("frames")), 0u);
+  EXPECT_LE(u64(target_report.at("frames")), u64(report.at("frames")));
+}

@@ -26,6 +26,7 @@
 #include <volley/net/session.hpp>
 #include <volley/net/tcp_connect.hpp>
 #include <volley/net/server.hpp>
+#include <volley/wire/checked.hpp>
 
 #include "child_process.hpp"
 #include "framings.hpp"
@@ -337,6 +338,57 @@ std::shared_ptr<net::TcpConnection> start_congested(asio::io_context& loop, Sile
     loop.poll();
   }
   return s.congested() ? connection : nullptr;
+}
+
+// A sender that lends its buffers (send_framed, Buffer::lent) reuses them when
+// on_written says they left, so that count must hold its own bytes only: the
+// heartbeats a quiet session sends in between are not the caller's.
+TEST(Session, WrittenReportsCountTheCallersBytesNotTheHeartbeats) {
+  SilentPeer peer;
+  asio::io_context loop;
+  struct Counting : net::SessionEvents {
+    std::size_t written = 0;
+    void on_message(net::Session&, std::span<const std::byte>) override {}
+    void on_written(net::Session&, std::size_t bytes) override { written += bytes; }
+  } events;
+  net::SessionOptions options;
+  options.heartbeat_interval = 20ms;
+  options.heartbeat_misses = 1000;  // the peer never talks; this test is not about that
+  boost::system::error_code ec;
+  auto socket = net::connect_tcp(loop, "127.0.0.1", peer.port(), 2s, ec);
+  ASSERT_FALSE(ec);
+  ASSERT_GE(peer.accept(), 0);
+  auto owned = std::make_unique<net::Session>(net::make_checked_codec(1024), options, events);
+  net::Session& s = *owned;
+  auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(owned));
+  connection->start();
+  std::size_t received = 0;
+  // Quiet: heartbeats go out.
+  ASSERT_TRUE(run_until(loop, [&] { received += peer.drain(); return s.stats().heartbeats_out >= 3; }, 5s));
+  // Three checked frames framed by the caller, lent; then one message framed by the session.
+  std::vector<std::byte> block;
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<std::byte> payload(100 + static_cast<std::size_t>(i), std::byte{0x5a});
+    std::vector<std::byte> frame(5 + payload.size());
+    std::error_code frame_error;
+    ASSERT_EQ(wire::checked::encode(wire::checked::FrameType::message, payload, frame, frame_error), frame.size());
+    block.insert(block.end(), frame.begin(), frame.end());
+  }
+  ASSERT_EQ(s.send_framed(block, 3, net::Session::Buffer::lent), net::SendResult::sent);
+  const std::vector<std::byte> message(50, std::byte{1});
+  ASSERT_EQ(s.send(message), net::SendResult::sent);
+  const std::size_t ours = block.size() + 5 + message.size();
+  // And quiet again: more heartbeats after our bytes.
+  const auto heartbeats_before = s.stats().heartbeats_out;
+  ASSERT_TRUE(run_until(loop, [&] {
+    received += peer.drain();
+    return s.stats().heartbeats_out >= heartbeats_before + 2 && s.queued_bytes() == 0;
+  }, 5s));
+  EXPECT_EQ(events.written, ours);
+  EXPECT_EQ(s.stats().messages_out, 4u);
+  received += peer.drain();
+  EXPECT_EQ(received, ours + 5 * s.stats().heartbeats_out) << "the peer got our bytes and every heartbeat";
+  connection->abort({});
 }
 
 TEST(Session, SlowConsumerIsDisconnected) {

@@ -9,13 +9,15 @@
 #include <boost/json/array.hpp>
 #include <fmt/core.h>
 
-#include <volley/net/gnb_session.hpp>
+#include <volley/net/session.hpp>
+#include <volley/net/session_codec.hpp>
 #include <volley/net/loop_pool.hpp>
 #include <volley/net/tcp_connect.hpp>
 
 #include "commands.hpp"
 #include "gen_connection.hpp"
 #include "json_output.hpp"
+#include "session_options.hpp"
 #include "tls_flags.hpp"
 
 namespace volley::tools {
@@ -36,18 +38,22 @@ struct GenOptions {
   bool json = false;
   bool progress = true;
   TlsClientFlags tls;
+  std::int64_t heartbeat_ms = 0;
+  unsigned heartbeat_misses = 3;
 };
 
-// Replies from the target reach the connection through the gNB decoder.
-class GenConsumer {
+// Replies from the target reach the connection through a session with the gNB
+// codec (which takes keepalives; with --heartbeat-ms it sends them too).
+class GenEvents final : public net::SessionEvents {
  public:
-  explicit GenConsumer(GenConnection& gen) : gen_(gen) {}
-  void on_frame(net::TcpConnection&, const wire::gnb::Frame& frame) { gen_.on_reply(frame); }
-  void on_rejected(net::TcpConnection&, const wire::gnb::DecodeResult&) { gen_.on_bad_input(); }
-  void on_failed(net::TcpConnection&, const wire::gnb::DecodeResult&) { gen_.on_bad_input(); }
-  void on_written(net::TcpConnection&, std::size_t bytes) { gen_.on_written(bytes); }
-  void on_open(net::TcpConnection&) { gen_.on_opened(); }
-  void on_close(net::TcpConnection&, const net::CloseReason& reason, std::size_t) { gen_.on_closed(reason); }
+  explicit GenEvents(GenConnection& gen) : gen_(gen) {}
+  void on_open(net::Session&) override { gen_.on_opened(); }
+  void on_message(net::Session&, std::span<const std::byte> whole) override { gen_.on_reply(wire::gnb::frame_of(whole)); }
+  void on_protocol_error(net::Session&, const std::error_code&, std::span<const std::byte>, bool) override {
+    gen_.on_bad_input();
+  }
+  void on_written(net::Session&, std::size_t bytes) override { gen_.on_written(bytes); }
+  void on_close(net::Session&, const net::CloseReason& reason) override { gen_.on_closed(reason); }
 
  private:
   GenConnection& gen_;
@@ -92,6 +98,9 @@ Summary summarize(const GenConfig& config, const std::vector<std::unique_ptr<Gen
     s.merged.unmatched_replies += r.unmatched_replies;
     s.merged.unexpected_frames += r.unexpected_frames;
     s.merged.protocol_errors += r.protocol_errors;
+    s.merged.refused_sends += r.refused_sends;
+    s.merged.keepalives_in += r.keepalives_in;
+    s.merged.keepalives_out += r.keepalives_out;
     s.merged.rtt_ns.merge(r.rtt_ns);
     s.seconds = std::max(s.seconds, std::chrono::duration<double>(r.send_time).count());
     if (r.clean) {
@@ -132,6 +141,11 @@ void print_text(const GenOptions& o, const GenConfig& config, const Summary& s) 
   if (r.unexpected_frames + r.protocol_errors > 0)
     fmt::print("  unexpected frames from the target: {}, undecodable input: {}\n", r.unexpected_frames,
                r.protocol_errors);
+  if (o.heartbeat_ms > 0 || r.keepalives_in > 0)
+    fmt::print("  keepalives: received {}, sent {} (heartbeats {})\n", r.keepalives_in, r.keepalives_out,
+               o.heartbeat_ms > 0 ? fmt::format("every {} ms", o.heartbeat_ms) : std::string("off"));
+  if (r.refused_sends > 0)
+    fmt::print("  sends refused over the session's high-water mark (sent again later): {}\n", r.refused_sends);
   for (const auto& p : s.close_problems) fmt::print("  connection ended early: {}\n", p);
 }
 
@@ -180,6 +194,9 @@ boost::json::object to_json(const GenOptions& o, const GenConfig& config, const 
                                      {"max", h.max()}}},
       {"unexpected_frames", r.unexpected_frames},
       {"undecodable_input", r.protocol_errors},
+      {"refused_sends", r.refused_sends},
+      {"heartbeat_ms", o.heartbeat_ms},
+      {"keepalives", boost::json::object{{"received", r.keepalives_in}, {"sent", r.keepalives_out}}},
       {"clean_connections", s.clean_connections},
       {"connection_problems", std::move(problems)},
   };
@@ -211,8 +228,12 @@ int run_gen(const GenOptions& o) {
   net::ConnectionLimits limits;
   limits.handshake_timeout = std::chrono::seconds(5);
   net::LoopPool loops(threads);
+  net::SessionOptions session_options;
+  session_options.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
+  session_options.heartbeat_misses = o.heartbeat_misses;
   std::vector<std::unique_ptr<GenConnection>> gens;
   std::vector<std::shared_ptr<net::TcpConnection>> connections;
+  std::vector<net::Session*> sessions;
   for (std::size_t i = 0; i < o.connections; ++i) {
     auto& loop = loops.loop(i % loops.size());
     boost::system::error_code ec;
@@ -222,9 +243,11 @@ int run_gen(const GenOptions& o) {
       return 1;
     }
     gens.push_back(std::make_unique<GenConnection>(config, i, loop));
-    connections.push_back(std::make_shared<net::TcpConnection>(
-        std::move(socket), std::make_unique<net::GnbStreamHandler<GenConsumer>>(*gens.back()), limits,
-        transport ? transport() : nullptr));
+    auto session = std::make_unique<net::Session>(net::make_gnb_codec(), session_options,
+                                                  std::make_unique<GenEvents>(*gens.back()));
+    sessions.push_back(session.get());
+    connections.push_back(std::make_shared<net::TcpConnection>(std::move(socket), std::move(session), limits,
+                                                               transport ? transport() : nullptr));
   }
 
   asio::io_context main_loop(1);
@@ -239,7 +262,7 @@ int run_gen(const GenOptions& o) {
   };
   for (std::size_t i = 0; i < gens.size(); ++i) {
     asio::post(loops.loop(i % loops.size()), [&, i, connection = connections[i]] {
-      gens[i]->start(connection, [&] {
+      gens[i]->start(connection, *sessions[i], [&] {
         if (++finished == gens.size()) asio::post(main_loop, all_done);
       });
     });
@@ -308,6 +331,9 @@ Runner add_gen_options(CLI::App& app) {
   app.add_flag("--random-payload", o->random_payload, "Random body bytes instead of a constant filler");
   app.add_flag("--allow-invalid", o->allow_invalid,
                "Send unknown types and out-of-limit sizes on purpose (robustness testing)");
+  add_heartbeat_flags(app, o->heartbeat_ms, o->heartbeat_misses,
+                      "; the keepalive is six zero bytes, for a target that understands it (volley target "
+                      "--heartbeat-ms). Received keepalives are always accepted");
   app.add_flag("--json", o->json, "Print the final report as JSON on stdout");
   app.add_flag("!--no-progress", o->progress, "Do not print a progress line each second on stderr");
   add_tls_client_flags(app, o->tls);

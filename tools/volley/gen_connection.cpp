@@ -35,8 +35,10 @@ std::int64_t GenConnection::now_ns() {
       .count();
 }
 
-void GenConnection::start(std::shared_ptr<net::TcpConnection> connection, std::function<void()> on_done) {
+void GenConnection::start(std::shared_ptr<net::TcpConnection> connection, net::Session& session,
+                          std::function<void()> on_done) {
   connection_ = std::move(connection);
+  session_ = &session;
   on_done_ = std::move(on_done);
   connection_->start();  // on_opened() follows, at once for plain TCP, after the handshake for TLS
 }
@@ -62,13 +64,26 @@ void GenConnection::stamp(std::byte* body, std::size_t size, std::int64_t now) {
   outstanding_[id % kOutstanding] = {id, false, now, wire::crc32c({body, size})};
 }
 
+bool GenConnection::send_framed(std::span<const std::byte> frames, std::size_t messages, net::Session::Buffer buffer) {
+  const net::SendResult r = session_->send_framed(frames, messages, buffer);
+  if (r == net::SendResult::sent) return true;
+  results_.refused_sends += 1;
+  return false;
+}
+
 void GenConnection::send_block(int index) {
   FrameBlock& block = blocks_[index];
   const std::int64_t now = now_ns();
   for (const auto& c : block.controls) stamp(block.bytes.data() + c.body_offset, c.body_size, now);
+  // Recorded first: the connection may write at once and report it from inside the send.
   in_flight_.push_back({block.bytes.size(), next_message_, block.frames.size(), index});
   next_message_ += block.frames.size();
-  connection_->send_borrowed(block.bytes);
+  // Lent: the block is stamped again only once on_written() says it left.
+  // Refused only when the session is closing: nothing more goes out then.
+  if (!send_framed(block.bytes, block.frames.size(), net::Session::Buffer::lent)) {
+    in_flight_.pop_back();
+    next_message_ -= block.frames.size();
+  }
 }
 
 void GenConnection::send_paced() {
@@ -89,7 +104,11 @@ void GenConnection::send_paced() {
     }
     in_flight_.push_back({staging_.size(), next_message_, due, -1});
     next_message_ += due;
-    connection_->send(staging_);
+    if (!send_framed(staging_, due, net::Session::Buffer::copy)) {
+      // Over the session's high-water mark: the same messages are due at the next tick.
+      in_flight_.pop_back();
+      next_message_ -= due;
+    }
   }
   arm_pacer();
 }
@@ -137,7 +156,7 @@ void GenConnection::finish_if_drained() {
   if (!stopping_ || !in_flight_.empty() || finished_sending_ || !connection_) return;
   finished_sending_ = true;
   // Half-close: the target answers what it has, closes, and we read to its end.
-  connection_->close({net::CloseReason::Kind::local_close, {}});
+  session_->close({net::CloseReason::Kind::local_close, {}});
 }
 
 void GenConnection::on_reply(const gnb::Frame& frame) {
@@ -176,6 +195,10 @@ void GenConnection::on_closed(const net::CloseReason& reason) {
   stop_timer_.cancel();
   pacer_.cancel();
   results_.clean = finished_sending_ && (reason.kind == net::CloseReason::Kind::local_close);
+  if (session_ != nullptr) {
+    results_.keepalives_in = session_->stats().heartbeats_in;
+    results_.keepalives_out = session_->stats().heartbeats_out;
+  }
   results_.close_reason = reason.detail.empty() ? net::to_string(reason.kind)
                                                 : std::string(net::to_string(reason.kind)) + ": " + reason.detail;
   if (on_done_) on_done_();

@@ -13,6 +13,7 @@
 
 #include <volley/metrics/counter.hpp>
 #include <volley/metrics/histogram.hpp>
+#include <volley/net/session.hpp>
 #include <volley/net/tcp_connection.hpp>
 #include <volley/wire/gnb.hpp>
 
@@ -32,7 +33,8 @@ struct GenResults {
   std::vector<std::uint64_t> frames_per_spec;
   std::vector<std::uint64_t> bytes_per_spec;
   std::uint64_t acks = 0, nacks = 0, ack_checksums = 0, checksum_mismatches = 0, unmatched_replies = 0;
-  std::uint64_t unexpected_frames = 0, protocol_errors = 0;
+  std::uint64_t unexpected_frames = 0, protocol_errors = 0, refused_sends = 0;
+  std::uint64_t keepalives_in = 0, keepalives_out = 0;
   metrics::Histogram rtt_ns;
   std::chrono::nanoseconds send_time{0};  // first send to last completed write
   std::string close_reason;
@@ -45,8 +47,9 @@ class GenConnection {
   GenConnection(const GenConnection&) = delete;
   GenConnection& operator=(const GenConnection&) = delete;
 
-  // On the connection's loop. `on_done` runs there once the connection is closed.
-  void start(std::shared_ptr<net::TcpConnection> connection, std::function<void()> on_done);
+  // On the connection's loop; `session` is the connection's handler. `on_done`
+  // runs there once the connection is closed.
+  void start(std::shared_ptr<net::TcpConnection> connection, net::Session& session, std::function<void()> on_done);
   // Ends sending early (SIGINT); safe to post from any thread to the loop.
   void stop();
 
@@ -80,6 +83,8 @@ class GenConnection {
   };
   static constexpr std::size_t kOutstanding = 1 << 16;
 
+  // Hands bytes to the session; false (nothing queued) when it refuses them.
+  bool send_framed(std::span<const std::byte> frames, std::size_t messages, net::Session::Buffer buffer);
   void send_block(int index);
   void send_paced();
   void arm_pacer();
@@ -91,6 +96,7 @@ class GenConnection {
   boost::asio::steady_timer stop_timer_;
   boost::asio::steady_timer pacer_;
   std::shared_ptr<net::TcpConnection> connection_;
+  net::Session* session_ = nullptr;  // owned by connection_
   std::function<void()> on_done_;
 
   std::array<FrameBlock, 2> blocks_;  // full-speed mode: one in the kernel, one queued

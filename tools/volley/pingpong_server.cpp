@@ -75,7 +75,8 @@ class EchoEvents final : public net::SessionEvents {
     if (!congested) s.resume_input();
   }
 
-  void on_protocol_error(net::Session& s, const std::error_code& error, bool closing) override {
+  void on_protocol_error(net::Session& s, const std::error_code& error, std::span<const std::byte>,
+                         bool closing) override {
     spdlog::warn("{}: protocol error: {} ({})", peer_name(s), error.message(), closing ? "closing" : "frame dropped");
   }
 

@@ -23,6 +23,16 @@ std::unique_ptr<net::SessionCodec> SessionFlags::make_codec() const {
   return net::make_checked_codec(max_payload);
 }
 
+void add_heartbeat_flags(CLI::App& cmd, std::int64_t& interval_ms, unsigned& misses, const std::string& what) {
+  cmd.add_option("--heartbeat-ms", interval_ms,
+                 "Heartbeat interval in ms; a peer silent for interval x misses is disconnected (0: off)" + what)
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{3600000}))
+      ->capture_default_str();
+  cmd.add_option("--heartbeat-misses", misses, "Heartbeat intervals of silence tolerated")
+      ->check(CLI::Range(1u, 1000u))
+      ->capture_default_str();
+}
+
 void add_session_flags(CLI::App& cmd, SessionFlags& f, bool with_framing) {
   if (with_framing)
     cmd.add_option("--framing", f.framing,
@@ -30,13 +40,7 @@ void add_session_flags(CLI::App& cmd, SessionFlags& f, bool with_framing) {
                    "keepalive = six zero bytes) or rpc (whole RPC frames, keepalive = message id 0xFFFFFFFE)")
         ->check(CLI::IsMember({"checked", "gnb", "rpc"}))
         ->capture_default_str();
-  cmd.add_option("--heartbeat-ms", f.heartbeat_ms,
-                 "Heartbeat interval in ms; a peer silent for interval x misses is disconnected (0: off)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{3600000}))
-      ->capture_default_str();
-  cmd.add_option("--heartbeat-misses", f.heartbeat_misses, "Heartbeat intervals of silence tolerated")
-      ->check(CLI::Range(1u, 1000u))
-      ->capture_default_str();
+  add_heartbeat_flags(cmd, f.heartbeat_ms, f.heartbeat_misses);
   cmd.add_option("--idle-timeout-ms", f.idle_timeout_ms, "Close a session with no message either way for this long (0: never)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{86400000}))
       ->capture_default_str();

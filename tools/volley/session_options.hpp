@@ -25,6 +25,11 @@ struct SessionFlags {
   std::unique_ptr<net::SessionCodec> make_codec() const;
 };
 
+// --heartbeat-ms and --heartbeat-misses alone, for programs whose other limits
+// are the server's (the gNB target and generator). `what` ends the help line of
+// --heartbeat-ms (say what the heartbeat is and who understands it).
+void add_heartbeat_flags(CLI::App& cmd, std::int64_t& interval_ms, unsigned& misses, const std::string& what = {});
+
 // `with_framing` false: the program's protocol is fixed (no --framing, --max-payload).
 void add_session_flags(CLI::App& cmd, SessionFlags& flags, bool with_framing = true);
 

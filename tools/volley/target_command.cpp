@@ -8,12 +8,15 @@
 #include <spdlog/spdlog.h>
 
 #include <volley/net/server.hpp>
+#include <volley/net/session.hpp>
+#include <volley/net/session_codec.hpp>
 
 #include "commands.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
 #include "tls_flags.hpp"
 #include "progress_timer.hpp"
+#include "session_options.hpp"
 #include "target_handler.hpp"
 
 namespace volley::tools {
@@ -29,6 +32,17 @@ struct TargetOptions {
   bool json = false;
   bool progress = true;
   TlsServerFlags tls;
+  std::int64_t heartbeat_ms = 0;
+  unsigned heartbeat_misses = 3;
+
+  net::SessionOptions session_options() const {
+    net::SessionOptions s;
+    s.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
+    s.heartbeat_misses = heartbeat_misses;
+    // The connection's own bound (--max-queued) pauses reading at the same mark.
+    s.high_water = listen.max_queued;
+    return s;
+  }
 };
 
 const char* to_string(HandlerKind k) {
@@ -36,15 +50,21 @@ const char* to_string(HandlerKind k) {
 }
 const char* to_string(ReplyMode r) { return r == ReplyMode::none ? "none" : r == ReplyMode::ack ? "ack" : "ack-checksum"; }
 
+// Each connection runs a session with the gNB codec: keepalives (when on) and the
+// liveness check are the session's, the frames go to the chosen handler.
+template <HandlerKind Kind>
+std::unique_ptr<net::StreamHandler> make_session(const TargetOptions& o, TargetStats& stats) {
+  return std::make_unique<net::Session>(net::make_gnb_codec(), o.session_options(),
+                                        std::make_unique<TargetEvents<Kind>>(o.reply, stats));
+}
+
 std::unique_ptr<net::StreamHandler> make_handler(const TargetOptions& o, TargetStats& stats) {
   switch (o.handler) {
-    case HandlerKind::variant:
-      return std::make_unique<net::GnbStreamHandler<TargetConsumer<HandlerKind::variant>>>(o.reply, stats);
-    case HandlerKind::virtual_dispatch:
-      return std::make_unique<net::GnbStreamHandler<TargetConsumer<HandlerKind::virtual_dispatch>>>(o.reply, stats);
+    case HandlerKind::variant: return make_session<HandlerKind::variant>(o, stats);
+    case HandlerKind::virtual_dispatch: return make_session<HandlerKind::virtual_dispatch>(o, stats);
     case HandlerKind::dummy: break;
   }
-  return std::make_unique<net::GnbStreamHandler<TargetConsumer<HandlerKind::dummy>>>(o.reply, stats);
+  return make_session<HandlerKind::dummy>(o, stats);
 }
 
 // CPU time the whole process used: what the frames cost the target, whatever
@@ -78,6 +98,9 @@ void print_text_report(const TargetOptions& o, const TargetTotals& t, double sec
              "slow consumer {}, idle {}, mid-frame {}\n",
              t.connections_opened, t.closed_peer, t.closed_protocol_error, t.closed_io_error, t.closed_shutdown,
              t.closed_slow_consumer, t.closed_idle, t.closed_mid_frame);
+  fmt::print("  heartbeats: {}; keepalives received {}, sent {}; connections closed silent {}\n",
+             o.heartbeat_ms > 0 ? fmt::format("every {} ms, {} misses", o.heartbeat_ms, o.heartbeat_misses) : "off",
+             t.keepalives_in, t.keepalives_out, t.closed_heartbeat_timeout);
   fmt::print("  cpu: {:.3f} s user+system, {:.1f} ns per frame\n", cpu_seconds, cpu_ns_per_frame(cpu_seconds, t));
 }
 
@@ -102,7 +125,7 @@ int run_target(const TargetOptions& o) {
     fmt::print(stderr, "[target {:6.1f}s] connections {} open | {:>10} frames/s {:>9.1f} MB/s | total {} frames, {} rejected\n",
                seconds_since(start), now.connections_opened - now.closed_peer - now.closed_protocol_error -
                                           now.closed_io_error - now.closed_shutdown - now.closed_slow_consumer -
-                                          now.closed_idle,
+                                          now.closed_idle - now.closed_heartbeat_timeout - now.closed_handshake_failed,
                frames, static_cast<double>(bytes) / 1e6, now.frames(), now.rejected());
     last = now;
   });
@@ -125,6 +148,7 @@ int run_target(const TargetOptions& o) {
     report["tool"] = "volley target";
     report["handler"] = to_string(o.handler);
     report["reply"] = to_string(o.reply);
+    report["heartbeat_ms"] = o.heartbeat_ms;
     report["threads"] = server.threads();
     report["uptime_s"] = seconds;
     report["cpu_s"] = cpu_seconds;
@@ -166,6 +190,9 @@ Runner add_target_command(CLI::App& app) {
                   "Answer control messages: none (default), ack, ack-checksum (CRC-32C of the body); "
                   "invalid control messages get a nack unless none")
       ->transform(CLI::CheckedTransformer(replies, CLI::ignore_case));
+  add_heartbeat_flags(*cmd, o->heartbeat_ms, o->heartbeat_misses,
+                      "; the keepalive is six zero bytes, which only Volley's gNB sessions (gen --heartbeat-ms) "
+                      "understand. Received keepalives are always accepted");
   cmd->add_flag("--json", o->json, "Print the final report as JSON on stdout");
   cmd->add_flag("!--no-progress", o->progress, "Do not print a progress line each second on stderr");
   return [o] { return run_target(*o); };

@@ -8,7 +8,8 @@
 
 #include "legacy_messages.hpp"
 #include <volley/dispatch/views.hpp>
-#include <volley/net/gnb_session.hpp>
+#include <volley/net/session.hpp>
+#include <volley/wire/byte_order.hpp>
 #include <volley/wire/crc32c.hpp>
 #include <volley/wire/error.hpp>
 
@@ -22,17 +23,17 @@ enum class ReplyMode { none, ack, ack_checksum };
 // The typed work, the same whichever way dispatch reached it.
 class TargetLogic {
  public:
-  TargetLogic(ReplyMode reply, TargetStats& stats, net::TcpConnection& connection)
-      : reply_(reply), stats_(stats), connection_(connection) {}
+  TargetLogic(ReplyMode reply, TargetStats& stats, net::Session& session)
+      : reply_(reply), stats_(stats), session_(session) {}
 
   void operator()(const dispatch::ControlView& control) {
     using namespace wire::gnb;
     if (reply_ == ReplyMode::ack) {
       const auto frame = make_ack_frame({control.transaction_id});
-      if (connection_.send(frame)) stats_.replies_ack.add();
+      if (session_.send(frame) == net::SendResult::sent) stats_.replies_ack.add();
     } else if (reply_ == ReplyMode::ack_checksum) {
       const auto frame = make_ack_checksum_frame({control.transaction_id, wire::crc32c(control.body)});
-      if (connection_.send(frame)) stats_.replies_ack_checksum.add();
+      if (session_.send(frame) == net::SendResult::sent) stats_.replies_ack_checksum.add();
     }
   }
   // Acks, nacks and data carry nothing the target must act on: counting them is the work.
@@ -44,49 +45,64 @@ class TargetLogic {
  private:
   ReplyMode reply_;
   TargetStats& stats_;
-  net::TcpConnection& connection_;
+  net::Session& session_;
 };
 
+// One connection's session events. The session's gNB codec hands over whole
+// checked frames; keepalives stop in the session.
 template <HandlerKind Kind>
-class TargetConsumer {
+class TargetEvents final : public net::SessionEvents {
  public:
-  TargetConsumer(ReplyMode reply, TargetStats& stats) : reply_(reply), stats_(stats) { stats_.connections_opened.add(); }
+  TargetEvents(ReplyMode reply, TargetStats& stats) : reply_(reply), stats_(stats) { stats_.connections_opened.add(); }
 
-  void on_frame(net::TcpConnection& c, const wire::gnb::Frame& frame) {
+  void on_message(net::Session& s, std::span<const std::byte> whole) override {
+    const wire::gnb::Frame frame = wire::gnb::frame_of(whole);
     auto& per_type = stats_.types[wire::gnb::type_index(frame.type)];
     per_type.frames.add();
-    per_type.bytes.add(frame.wire_size());
+    per_type.bytes.add(whole.size());
     if constexpr (Kind == HandlerKind::variant) {
-      dispatch::dispatch(frame, TargetLogic(reply_, stats_, c));
+      dispatch::dispatch(frame, TargetLogic(reply_, stats_, s));
     } else if constexpr (Kind == HandlerKind::virtual_dispatch) {
       const auto message = benchmarks::legacy::make_message(frame);
-      benchmarks::legacy::dispatch(*message, TargetLogic(reply_, stats_, c));
+      benchmarks::legacy::dispatch(*message, TargetLogic(reply_, stats_, s));
     } else {
-      if (frame.wire_size() == 0) spdlog::error("empty frame");  // the dummy's whole check
+      if (whole.empty()) spdlog::error("empty frame");  // the dummy's whole check
     }
+    // A reply took the queue over its high-water mark: read no more frames
+    // until it drains, rather than refuse the replies they would need.
+    if (s.congested()) s.pause_input();
   }
 
-  void on_rejected(net::TcpConnection& c, const wire::gnb::DecodeResult& r) {
+  void on_backpressure(net::Session& s, bool congested) override {
+    if (!congested) s.resume_input();
+  }
+
+  void on_protocol_error(net::Session& s, const std::error_code& error, std::span<const std::byte> bytes,
+                         bool closing) override {
     using namespace wire::gnb;
-    auto& per_type = stats_.types[type_index(r.frame.type)];
-    const bool too_long = r.error == wire::Errc::body_too_long;
-    (too_long ? per_type.rejected_too_long : per_type.rejected_too_short).add();
-    if (r.frame.type == MessageType::control && reply_ != ReplyMode::none) {
-      const std::uint32_t id = r.frame.body.size() >= 4 ? wire::load_u32_be(r.frame.body.data()) : 0;
-      const auto nack = make_nack_frame({id, too_long ? NackCause::body_too_long : NackCause::body_too_short});
-      if (c.send(nack)) stats_.replies_nack.add();
+    const bool too_long = error == wire::Errc::body_too_long;
+    if (too_long || error == wire::Errc::body_too_short) {  // a whole frame, skipped: the stream is in sync
+      const Frame frame = frame_of(bytes);
+      auto& per_type = stats_.types[type_index(frame.type)];
+      (too_long ? per_type.rejected_too_long : per_type.rejected_too_short).add();
+      if (frame.type == MessageType::control && reply_ != ReplyMode::none && !closing) {
+        const std::uint32_t id = frame.body.size() >= 4 ? wire::load_u32_be(frame.body.data()) : 0;
+        const auto nack = make_nack_frame({id, too_long ? NackCause::body_too_long : NackCause::body_too_short});
+        if (s.send(nack) == net::SendResult::sent) stats_.replies_nack.add();
+      }
+      return;
     }
+    // The header cannot be trusted: the session closes.
+    (error == wire::Errc::unknown_type ? stats_.unknown_type : stats_.length_over_maximum).add();
+    const auto& peer = s.connection()->remote_endpoint();
+    if (bytes.size() >= kHeaderSize)
+      spdlog::warn("{}:{}: closing: {} (type 0x{:04x}, length {})", peer.address().to_string(), peer.port(),
+                   error.message(), wire::load_u16_be(bytes.data()), wire::load_u32_be(bytes.data() + 2));
+    else
+      spdlog::warn("{}:{}: closing: {}", peer.address().to_string(), peer.port(), error.message());
   }
 
-  void on_failed(net::TcpConnection& c, const wire::gnb::DecodeResult& r) {
-    (r.error == wire::Errc::unknown_type ? stats_.unknown_type : stats_.length_over_maximum).add();
-    spdlog::warn("{}:{}: closing: {} (type 0x{:04x}, length {})", c.remote_endpoint().address().to_string(),
-                 c.remote_endpoint().port(), r.error.message(), r.raw_type, r.raw_length);
-  }
-
-  void on_written(net::TcpConnection&, std::size_t) {}
-
-  void on_close(net::TcpConnection& c, const net::CloseReason& reason, std::size_t partial_bytes) {
+  void on_close(net::Session& s, const net::CloseReason& reason) override {
     using Kind_ = net::CloseReason::Kind;
     switch (reason.kind) {
       case Kind_::peer_closed: stats_.closed_peer.add(); break;
@@ -95,18 +111,23 @@ class TargetConsumer {
       case Kind_::slow_consumer: stats_.closed_slow_consumer.add(); break;
       case Kind_::idle_timeout: stats_.closed_idle.add(); break;
       case Kind_::handshake_failed: stats_.closed_handshake_failed.add(); break;
-      // The target runs no session timers; this comes only from a Session.
-      case Kind_::heartbeat_timeout:
+      case Kind_::heartbeat_timeout: stats_.closed_heartbeat_timeout.add(); break;
       case Kind_::shutdown:
       case Kind_::local_close: stats_.closed_shutdown.add(); break;
     }
+    stats_.keepalives_in.add(s.stats().heartbeats_in);
+    stats_.keepalives_out.add(s.stats().heartbeats_out);
+    const std::size_t partial_bytes = s.unfinished_bytes();
+    auto* c = s.connection();
     if (partial_bytes > 0) {
       stats_.closed_mid_frame.add();
       spdlog::warn("{}:{}: {} in the middle of a frame ({} bytes of it discarded)",
-                   c.remote_endpoint().address().to_string(), c.remote_endpoint().port(), net::to_string(reason.kind),
-                   partial_bytes);
-    } else if (reason.kind == Kind_::io_error || reason.kind == Kind_::handshake_failed) {
-      spdlog::warn("{}:{}: {}", c.remote_endpoint().address().to_string(), c.remote_endpoint().port(), reason.detail);
+                   c->remote_endpoint().address().to_string(), c->remote_endpoint().port(),
+                   net::to_string(reason.kind), partial_bytes);
+    } else if (reason.kind == Kind_::io_error || reason.kind == Kind_::handshake_failed ||
+               reason.kind == Kind_::heartbeat_timeout) {
+      spdlog::warn("{}:{}: {}: {}", c->remote_endpoint().address().to_string(), c->remote_endpoint().port(),
+                   net::to_string(reason.kind), reason.detail);
     }
   }
 

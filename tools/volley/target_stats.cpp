@@ -43,6 +43,9 @@ TargetTotals sum(const std::vector<TargetStats>& per_loop) {
     t.closed_idle += s.closed_idle.load();
     t.closed_handshake_failed += s.closed_handshake_failed.load();
     t.closed_mid_frame += s.closed_mid_frame.load();
+    t.closed_heartbeat_timeout += s.closed_heartbeat_timeout.load();
+    t.keepalives_in += s.keepalives_in.load();
+    t.keepalives_out += s.keepalives_out.load();
     t.unknown_type += s.unknown_type.load();
     t.length_over_maximum += s.length_over_maximum.load();
   }
@@ -81,7 +84,9 @@ boost::json::object to_json(const TargetTotals& t) {
                                           {"closed_slow_consumer", t.closed_slow_consumer},
                                           {"closed_idle", t.closed_idle},
                                           {"closed_handshake_failed", t.closed_handshake_failed},
+                                          {"closed_heartbeat_timeout", t.closed_heartbeat_timeout},
                                           {"closed_mid_frame", t.closed_mid_frame}}},
+      {"keepalives", boost::json::object{{"received", t.keepalives_in}, {"sent", t.keepalives_out}}},
   };
 }
 

@@ -25,7 +25,9 @@ struct alignas(64) TargetStats {
   SingleWriterCounter replies_ack, replies_nack, replies_ack_checksum;
   SingleWriterCounter connections_opened, closed_peer, closed_protocol_error, closed_io_error, closed_shutdown;
   SingleWriterCounter closed_slow_consumer, closed_idle, closed_handshake_failed, closed_mid_frame;
+  SingleWriterCounter closed_heartbeat_timeout;
   SingleWriterCounter unknown_type, length_over_maximum;
+  SingleWriterCounter keepalives_in, keepalives_out;  // added up as each session closes
 };
 
 // A plain copy of the sums, for reports and progress lines.
@@ -37,8 +39,9 @@ struct TargetTotals {
   std::uint64_t replies_ack = 0, replies_nack = 0, replies_ack_checksum = 0;
   std::uint64_t connections_opened = 0, closed_peer = 0, closed_protocol_error = 0, closed_io_error = 0,
                 closed_shutdown = 0, closed_slow_consumer = 0, closed_idle = 0, closed_handshake_failed = 0,
-                closed_mid_frame = 0;
+                closed_mid_frame = 0, closed_heartbeat_timeout = 0;
   std::uint64_t unknown_type = 0, length_over_maximum = 0;
+  std::uint64_t keepalives_in = 0, keepalives_out = 0;
 
   std::uint64_t frames() const;
   std::uint64_t bytes() const;

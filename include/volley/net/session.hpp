@@ -80,8 +80,13 @@ class SessionEvents {
   virtual void on_open(Session& /*session*/) {}
   // The payload is valid only during the call.
   virtual void on_message(Session& session, std::span<const std::byte> payload) = 0;
-  // A bad frame was counted; `closing` says whether the policy closes the session.
-  virtual void on_protocol_error(Session& /*session*/, const std::error_code& /*error*/, bool /*closing*/) {}
+  // A bad frame was counted; `closing` says whether the policy closes the
+  // session. `frame`: its bytes where the framing can delimit them (Inbound::payload).
+  virtual void on_protocol_error(Session& /*session*/, const std::error_code& /*error*/,
+                                 std::span<const std::byte> /*frame*/, bool /*closing*/) {}
+  // `bytes` more of the queued output reached the kernel (for senders that
+  // lend their buffers to send_framed() and must know when they are free).
+  virtual void on_written(Session& /*session*/, std::size_t /*bytes*/) {}
   // congested: the queue crossed high water (sends are refused); false: drained to low water.
   virtual void on_backpressure(Session& /*session*/, bool /*congested*/) {}
   // Once, at the end. Without on_open before it when the connection's
@@ -98,6 +103,12 @@ class Session final : public StreamHandler {
   Session(std::unique_ptr<SessionCodec> codec, const SessionOptions& options, std::unique_ptr<SessionEvents> events);
 
   SendResult send(std::span<const std::byte> payload);
+  // Bytes the caller framed already (whole frames of this session's framing, e.g.
+  // a pre-encoded block), queued as they are and counted as `messages` messages;
+  // nothing checks them. `lent`: not copied, the bytes must stay as they are
+  // until on_written() has reported them all.
+  enum class Buffer { copy, lent };
+  SendResult send_framed(std::span<const std::byte> frames, std::size_t messages, Buffer buffer = Buffer::copy);
   // Graceful: queued messages are flushed first.
   void close(CloseReason reason = {CloseReason::Kind::local_close, {}});
 
@@ -109,6 +120,8 @@ class Session final : public StreamHandler {
 
   bool open() const noexcept { return connection_ != nullptr && connection_->open(); }
   bool congested() const noexcept { return congested_; }
+  // Bytes of an unfinished frame read so far (non-zero when the peer left mid-frame).
+  std::size_t unfinished_bytes() const { return codec_->buffered(); }
   std::size_t queued_bytes() const noexcept { return connection_ ? connection_->queued_bytes() : 0; }
   const SessionStats& stats() const noexcept { return stats_; }
   const SessionOptions& options() const noexcept { return options_; }
@@ -123,6 +136,9 @@ class Session final : public StreamHandler {
   void on_close(TcpConnection& connection, const CloseReason& reason) override;
 
  private:
+  SendResult refuse(SendResult why) noexcept;  // counts it
+  SendResult can_send() const noexcept;        // sent: yes; else why not
+  SendResult queued(std::size_t messages);     // bookkeeping after a send
   void decode_buffered();
   void enter_congestion();
   // Sleeps until the policy's next deadline (only ever moved earlier here: a
@@ -140,6 +156,7 @@ class Session final : public StreamHandler {
   session::SessionPolicy policy_;
   std::optional<boost::asio::steady_timer> timer_;
   Clock::time_point timer_at_ = Clock::time_point::max();
+  std::size_t heartbeat_bytes_queued_ = 0;  // not yet reported written
   bool congested_ = false;
   bool input_paused_ = false;
 };

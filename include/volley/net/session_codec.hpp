@@ -18,8 +18,11 @@ struct Inbound {
     failed,     // the stream cannot be trusted any more; the session closes
   };
   Kind kind = Kind::need_more;
-  std::span<const std::byte> payload{};  // message: valid until the next prepare()
-  std::error_code error{};               // rejected and failed
+  // message: the payload. rejected and failed: the bad frame's bytes where the
+  // framing can delimit them (gNB: the whole rejected frame, or the header that
+  // failed), else empty. Valid until the next prepare().
+  std::span<const std::byte> payload{};
+  std::error_code error{};  // rejected and failed
 };
 
 class SessionCodec {

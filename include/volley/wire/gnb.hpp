@@ -24,7 +24,7 @@ inline constexpr std::size_t kMaxBodyLength = 64 * 1024;  // the data message li
 inline constexpr std::size_t kMaxFrameSize = kHeaderSize + kMaxBodyLength;
 inline constexpr std::size_t kTypeCount = 5;
 // A session-level keepalive, not a message: type 0x0000 with an empty body (six
-// zero bytes). Only a session with heartbeats on accepts it; to the plain
+// zero bytes). Only a gNB session (net::make_gnb_codec) accepts it; to the plain
 // decoder type 0 stays unknown. See docs/PROTOCOL.md.
 inline constexpr std::size_t kKeepaliveSize = kHeaderSize;
 
@@ -64,6 +64,14 @@ struct Frame {
   std::span<const std::byte> body;
   std::size_t wire_size() const noexcept { return kHeaderSize + body.size(); }
 };
+
+// The frame held by the bytes of one whole frame whose header was checked already
+// (a gNB session's message, a rejected frame's bytes).
+inline Frame frame_of(std::span<const std::byte> whole) noexcept {
+  const auto type = static_cast<std::uint16_t>((std::to_integer<unsigned>(whole[0]) << 8) |
+                                               std::to_integer<unsigned>(whole[1]));
+  return {static_cast<MessageType>(type), whole.subspan(kHeaderSize)};
+}
 
 // Writes the header for any 16-bit type and length: the generator uses this to
 // produce invalid frames on purpose. `out` must hold kHeaderSize bytes.

@@ -47,7 +47,13 @@ class FrameDecoder {
   DecodeResult next() noexcept;
   // If the next frame is a complete keepalive (kKeepaliveSize zero bytes),
   // consumes it and returns true. Call before next(), which would call it unknown.
-  bool take_keepalive() noexcept;
+  // Inline: it runs before every frame of a session, and almost every frame
+  // fails the first byte.
+  bool take_keepalive() noexcept {
+    const std::span<const std::byte> in = buffer_.readable();
+    if (in.size() < kKeepaliveSize || in[0] != std::byte{0} || in[1] != std::byte{0}) return false;
+    return take_keepalive_rest();
+  }
 
   // The bytes buffered and not yet decoded.
   std::span<const std::byte> readable() const noexcept { return buffer_.readable(); }
@@ -58,6 +64,7 @@ class FrameDecoder {
   std::size_t capacity() const noexcept { return buffer_.capacity(); }
 
  private:
+  bool take_keepalive_rest() noexcept;
   // The whole size of the frame at the head once its header is in and valid, else 0.
   std::size_t head_frame_size() const noexcept;
 

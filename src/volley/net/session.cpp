@@ -1,5 +1,7 @@
 #include <volley/net/session.hpp>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace volley::net {
@@ -46,31 +48,40 @@ void Session::on_open(TcpConnection& connection) {
   events_->on_open(*this);
 }
 
+SendResult Session::refuse(SendResult why) noexcept {
+  ++stats_.refused_sends;
+  return why;
+}
+
+SendResult Session::can_send() const noexcept {
+  if (connection_ == nullptr || !connection_->open()) return SendResult::closed;
+  return congested_ ? SendResult::high_water : SendResult::sent;
+}
+
+SendResult Session::queued(std::size_t messages) {
+  stats_.messages_out += messages;
+  policy_.message_sent();
+  if (connection_->queued_bytes() >= options_.high_water) enter_congestion();
+  return SendResult::sent;
+}
+
 SendResult Session::send(std::span<const std::byte> payload) {
-  if (connection_ == nullptr || !connection_->open()) {
-    ++stats_.refused_sends;
-    return SendResult::closed;
-  }
-  if (congested_) {
-    ++stats_.refused_sends;
-    return SendResult::high_water;
-  }
-  if (payload.size() > codec_->max_payload()) {  // refused before any room is reserved for it
-    ++stats_.refused_sends;
-    return SendResult::invalid;
-  }
+  if (const SendResult r = can_send(); r != SendResult::sent) return refuse(r);
+  // Refused before any room is reserved for it.
+  if (payload.size() > codec_->max_payload()) return refuse(SendResult::invalid);
   // Framed straight into the write queue: one pass over the payload.
   std::error_code ec;
   connection_->send_in_place(SessionCodec::kMaxHeader + payload.size(),
                              [&](std::span<std::byte> room) { return codec_->write_frame(payload, room, ec); });
-  if (ec) {
-    ++stats_.refused_sends;
-    return SendResult::invalid;
-  }
-  ++stats_.messages_out;
-  policy_.message_sent();
-  if (connection_->queued_bytes() >= options_.high_water) enter_congestion();
-  return SendResult::sent;
+  if (ec) return refuse(SendResult::invalid);
+  return queued(1);
+}
+
+SendResult Session::send_framed(std::span<const std::byte> frames, std::size_t messages, Buffer buffer) {
+  if (const SendResult r = can_send(); r != SendResult::sent) return refuse(r);
+  if (buffer == Buffer::lent) connection_->send_borrowed(frames);
+  else connection_->send(frames);
+  return queued(messages);
 }
 
 void Session::close(CloseReason reason) {
@@ -85,7 +96,12 @@ void Session::enter_congestion() {
   events_->on_backpressure(*this, true);
 }
 
-void Session::on_written(TcpConnection& connection, std::size_t /*bytes*/) {
+void Session::on_written(TcpConnection& connection, std::size_t bytes) {
+  // Heartbeats go out only onto an empty queue, so theirs are the first bytes
+  // written after them; the events hear of their own bytes only.
+  const std::size_t heartbeat = std::min(bytes, heartbeat_bytes_queued_);
+  heartbeat_bytes_queued_ -= heartbeat;
+  if (bytes > heartbeat) events_->on_written(*this, bytes - heartbeat);
   if (!congested_ || connection.queued_bytes() > options_.low_water) return;
   congested_ = false;
   policy_.drained();
@@ -114,7 +130,7 @@ void Session::decode_buffered() {
         ++stats_.protocol_errors;
         const bool closing =
             in.kind == Inbound::Kind::failed || options_.on_protocol_error == SessionOptions::OnProtocolError::close;
-        events_->on_protocol_error(*this, in.error, closing);
+        events_->on_protocol_error(*this, in.error, in.payload, closing);
         if (closing) {
           // Replies to the frames before the bad one still go out; nothing after it is read.
           input_paused_ = true;
@@ -162,7 +178,12 @@ void Session::on_timer() {
   // A closing connection is bounded by its linger time, not by this policy.
   if (!connection_->open()) return;
   const session::Decision d = policy_.poll(Clock::now(), connection_->queued_bytes() == 0);
-  if (d.send_heartbeat && connection_->send(codec_->heartbeat())) ++stats_.heartbeats_out;
+  if (d.send_heartbeat) {
+    const auto heartbeat = codec_->heartbeat();
+    heartbeat_bytes_queued_ += heartbeat.size();  // before send(), which may write at once
+    if (connection_->send(heartbeat)) ++stats_.heartbeats_out;
+    else heartbeat_bytes_queued_ -= heartbeat.size();
+  }
   switch (d.end) {
     case session::End::none: break;
     case session::End::peer_silent:

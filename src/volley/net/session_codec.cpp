@@ -1,5 +1,6 @@
 #include <volley/net/session_codec.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -81,12 +82,15 @@ class GnbCodec final : public SessionCodec {
     const wire::gnb::DecodeResult r = decoder_.next();
     switch (r.status) {
       case DecodeStatus::need_more: return {};
-      case DecodeStatus::failed: return {Inbound::Kind::failed, {}, r.error};
-      case DecodeStatus::rejected: return {Inbound::Kind::rejected, {}, r.error};
+      case DecodeStatus::failed:
+        return {Inbound::Kind::failed, before.first(std::min(before.size(), wire::gnb::kHeaderSize)), r.error};
+      case DecodeStatus::rejected: return {Inbound::Kind::rejected, before.first(r.frame.wire_size()), r.error};
       case DecodeStatus::frame: break;
     }
     // The message is the whole frame, header included, as the sender gave it.
-    return {Inbound::Kind::message, before.first(r.frame.wire_size()), {}};
+    // (no_error_ is copied: a default-constructed error_code calls into the
+    // library for its category, once per frame.)
+    return {Inbound::Kind::message, before.first(r.frame.wire_size()), no_error_};
   }
 
   std::size_t frame_header(std::span<const std::byte> payload, std::span<std::byte, kMaxHeader> /*header*/,
@@ -117,6 +121,7 @@ class GnbCodec final : public SessionCodec {
  private:
   wire::gnb::FrameDecoder decoder_;
   std::array<std::byte, wire::gnb::kKeepaliveSize> keepalive_{};
+  const std::error_code no_error_{};
 };
 
 }  // namespace

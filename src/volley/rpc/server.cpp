@@ -92,7 +92,8 @@ class ServerSessionEvents final : public net::SessionEvents {
     if (!congested) s.resume_input();
   }
 
-  void on_protocol_error(net::Session& s, const std::error_code& error, bool closing) override {
+  void on_protocol_error(net::Session& s, const std::error_code& error, std::span<const std::byte>,
+                         bool closing) override {
     const auto& peer = s.connection()->remote_endpoint();
     spdlog::warn("rpc: {}:{}: {} ({})", peer.address().to_string(), peer.port(), error.message(),
                  closing ? "closing" : "frame dropped");

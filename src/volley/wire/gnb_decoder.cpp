@@ -23,11 +23,10 @@ std::size_t FrameDecoder::feed(std::span<const std::byte> chunk) {
   return n;
 }
 
-bool FrameDecoder::take_keepalive() noexcept {
+bool FrameDecoder::take_keepalive_rest() noexcept {
   if (failed()) return false;
   const std::span<const std::byte> in = buffer_.readable();
-  if (in.size() < kKeepaliveSize) return false;
-  for (std::size_t i = 0; i < kKeepaliveSize; ++i)
+  for (std::size_t i = 2; i < kKeepaliveSize; ++i)
     if (in[i] != std::byte{0}) return false;
   buffer_.consume(kKeepaliveSize);
   return true;
