@@ -9,12 +9,13 @@
 
 #include "legacy_messages.hpp"
 #include <volley/dispatch/dispatcher.hpp>
-#include <volley/dispatch/views.hpp>
+#include <volley/gnb/dispatch_protocol.hpp>
+#include <volley/gnb/views.hpp>
 #include <volley/metrics/histogram.hpp>
 #include <volley/wire/crc32c.hpp>
-#include <volley/wire/gnb_decoder.hpp>
+#include <volley/gnb/decoder.hpp>
 
-namespace gnb = volley::wire::gnb;
+namespace gnb = volley::gnb;
 namespace dispatch = volley::dispatch;
 namespace legacy = volley::benchmarks::legacy;
 
@@ -51,11 +52,11 @@ std::vector<gnb::Frame> decode_all(const std::vector<std::byte>& stream) {
 struct TypedWork {
   std::array<std::uint64_t, 5> counts{};
   std::uint64_t ids = 0;
-  void operator()(const dispatch::ControlView& v) { ++counts[0]; ids += v.transaction_id; }
-  void operator()(const dispatch::AckView& v) { ++counts[1]; ids += v.transaction_id; }
-  void operator()(const dispatch::NackView& v) { ++counts[2]; ids += v.transaction_id; }
-  void operator()(const dispatch::AckChecksumView& v) { ++counts[3]; ids += v.checksum; }
-  void operator()(const dispatch::DataView& v) { ++counts[4]; ids += v.body.size(); }
+  void operator()(const gnb::ControlView& v) { ++counts[0]; ids += v.transaction_id; }
+  void operator()(const gnb::AckView& v) { ++counts[1]; ids += v.transaction_id; }
+  void operator()(const gnb::NackView& v) { ++counts[2]; ids += v.transaction_id; }
+  void operator()(const gnb::AckChecksumView& v) { ++counts[3]; ids += v.checksum; }
+  void operator()(const gnb::DataView& v) { ++counts[4]; ids += v.body.size(); }
 };
 
 void BM_DecodeMix(benchmark::State& state) {
@@ -86,7 +87,7 @@ void BM_DispatchVariant(benchmark::State& state) {
   const auto frames = decode_all(stream);
   TypedWork work;
   for (auto _ : state) {
-    for (const auto& f : frames) dispatch::dispatch(f, work);
+    for (const auto& f : frames) gnb::dispatch(f, work);
     benchmark::DoNotOptimize(work.ids);
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * frames.size()));
@@ -99,12 +100,12 @@ void BM_DispatchRegistered(benchmark::State& state) {
   const auto stream = mix_stream(static_cast<std::size_t>(state.range(0)), 4000);
   const auto frames = decode_all(stream);
   TypedWork work;
-  dispatch::Dispatcher<dispatch::GnbProtocol> d;
-  d.on<dispatch::ControlView>(0x1001, [&](const dispatch::ControlView& v) { work(v); })
-      .on<dispatch::AckView>(0x1002, [&](const dispatch::AckView& v) { work(v); })
-      .on<dispatch::NackView>(0x1003, [&](const dispatch::NackView& v) { work(v); })
-      .on<dispatch::AckChecksumView>(0x1004, [&](const dispatch::AckChecksumView& v) { work(v); })
-      .on<dispatch::DataView>(0x8001, [&](const dispatch::DataView& v) { work(v); });
+  dispatch::Dispatcher<gnb::GnbProtocol> d;
+  d.on<gnb::ControlView>(0x1001, [&](const gnb::ControlView& v) { work(v); })
+      .on<gnb::AckView>(0x1002, [&](const gnb::AckView& v) { work(v); })
+      .on<gnb::NackView>(0x1003, [&](const gnb::NackView& v) { work(v); })
+      .on<gnb::AckChecksumView>(0x1004, [&](const gnb::AckChecksumView& v) { work(v); })
+      .on<gnb::DataView>(0x8001, [&](const gnb::DataView& v) { work(v); });
   for (auto _ : state) {
     // Whole frames, as a gNB session delivers them.
     for (const auto& f : frames) d.dispatch({f.body.data() - gnb::kHeaderSize, f.wire_size()});

@@ -11,12 +11,13 @@
 #include <vector>
 
 #include <volley/dispatch/dispatcher.hpp>
+#include <volley/gnb/dispatch_protocol.hpp>
 #include <volley/rpc/protocol.hpp>
 
 namespace {
 
 namespace dispatch = volley::dispatch;
-namespace gnb = volley::wire::gnb;
+namespace gnb = volley::gnb;
 
 struct Inner {
   std::uint8_t a;
@@ -53,15 +54,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::span<const std::byte> message(reinterpret_cast<const std::byte*>(data) + 1, size - 1);
   switch (data[0] % 3) {
     case 0: {
-      dispatch::Dispatcher<dispatch::GnbProtocol> d;
-      d.on<dispatch::ControlView>(0x1001, [&](const dispatch::ControlView& v) {
+      dispatch::Dispatcher<gnb::GnbProtocol> d;
+      d.on<gnb::ControlView>(0x1001, [&](const gnb::ControlView& v) {
          inside(v.body, message);
          fits(gnb::MessageType::control, v.body.size());
        })
-          .on<dispatch::AckView>(0x1002, [](const dispatch::AckView&) {})
-          .on<dispatch::NackView>(0x1003, [](const dispatch::NackView&) {})
-          .on<dispatch::AckChecksumView>(0x1004, [](const dispatch::AckChecksumView&) {})
-          .on<dispatch::DataView>(0x8001, [&](const dispatch::DataView& v) {
+          .on<gnb::AckView>(0x1002, [](const gnb::AckView&) {})
+          .on<gnb::NackView>(0x1003, [](const gnb::NackView&) {})
+          .on<gnb::AckChecksumView>(0x1004, [](const gnb::AckChecksumView&) {})
+          .on<gnb::DataView>(0x8001, [&](const gnb::DataView& v) {
             inside(v.body, message);
             fits(gnb::MessageType::data, v.body.size());
           });

@@ -8,9 +8,9 @@
 
 #include "chunked_differential.hpp"
 
-#include <volley/wire/gnb_decoder.hpp>
+#include <volley/gnb/decoder.hpp>
 
-namespace gnb = volley::wire::gnb;
+namespace gnb = volley::gnb;
 
 namespace {
 

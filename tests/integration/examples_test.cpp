@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <volley/wire/byte_order.hpp>
-#include <volley/wire/gnb.hpp>
+#include <volley/gnb/protocol.hpp>
 
 #include "child_process.hpp"
 #include "listening_server.hpp"
@@ -81,18 +81,18 @@ TEST(Examples, GnbServiceAcksEachControlMessageByItsTransactionId) {
     for (std::uint32_t id : {7u, 8u, 9u}) {
       std::array<std::byte, 64> control{};
       wire::store_u32_be(control.data(), id);
-      std::array<std::byte, wire::gnb::kHeaderSize + 64> frame{};
-      const auto n = wire::gnb::encode_frame(wire::gnb::MessageType::control, control, frame);
+      std::array<std::byte, gnb::kHeaderSize + 64> frame{};
+      const auto n = gnb::encode_frame(gnb::MessageType::control, control, frame);
       stream.insert(stream.end(), frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(n));
-      std::array<std::byte, wire::gnb::kHeaderSize + 1200> data{};
-      const auto m = wire::gnb::encode_frame(wire::gnb::MessageType::data, std::vector<std::byte>(1200), data);
+      std::array<std::byte, gnb::kHeaderSize + 1200> data{};
+      const auto m = gnb::encode_frame(gnb::MessageType::data, std::vector<std::byte>(1200), data);
       stream.insert(stream.end(), data.begin(), data.begin() + static_cast<std::ptrdiff_t>(m));
     }
     client.send(stream);
     for (std::uint32_t id : {7u, 8u, 9u}) {
-      const auto ack = client.read(wire::gnb::kAckFrameSize);
-      ASSERT_EQ(ack.size(), wire::gnb::kAckFrameSize);
-      const auto expected = wire::gnb::make_ack_frame({id});
+      const auto ack = client.read(gnb::kAckFrameSize);
+      ASSERT_EQ(ack.size(), gnb::kAckFrameSize);
+      const auto expected = gnb::make_ack_frame({id});
       EXPECT_TRUE(std::equal(ack.begin(), ack.end(), expected.begin())) << "ack for " << id;
     }
   }

@@ -12,11 +12,12 @@
 
 #include <gtest/gtest.h>
 
+#include <volley/gnb/session_codec.hpp>
 #include <volley/net/session_codec.hpp>
 #include <volley/rpc/frame.hpp>
 #include <volley/rpc/session_codec.hpp>
 #include <volley/wire/checked.hpp>
-#include <volley/wire/gnb.hpp>
+#include <volley/gnb/protocol.hpp>
 
 #include "links.hpp"
 
@@ -31,7 +32,7 @@ inline const char* framing_flag(Framing f) {  // pingpong-server --framing
 inline std::unique_ptr<net::SessionCodec> make_codec(Framing f) {
   switch (f) {
     case Framing::checked: return net::make_checked_codec(1 << 20);
-    case Framing::gnb: return net::make_gnb_codec();
+    case Framing::gnb: return gnb::make_gnb_codec();
     case Framing::rpc: break;
   }
   return rpc::make_rpc_codec();
@@ -46,8 +47,8 @@ inline std::vector<std::byte> message(Framing f, std::string_view text) {
   std::vector<std::byte> m;
   if (f == Framing::checked) return {body.begin(), body.end()};
   if (f == Framing::gnb) {
-    m.resize(wire::gnb::kHeaderSize);
-    wire::gnb::write_header(m.data(), static_cast<std::uint16_t>(wire::gnb::MessageType::data),
+    m.resize(gnb::kHeaderSize);
+    gnb::write_header(m.data(), static_cast<std::uint16_t>(gnb::MessageType::data),
                             static_cast<std::uint32_t>(body.size()));
   } else {
     m.resize(rpc::kHeaderSize);
@@ -59,7 +60,7 @@ inline std::vector<std::byte> message(Framing f, std::string_view text) {
 
 // The text back out of a message a session delivered.
 inline std::string text_of(Framing f, std::span<const std::byte> m) {
-  const std::size_t skip = f == Framing::checked ? 0 : f == Framing::gnb ? wire::gnb::kHeaderSize : rpc::kHeaderSize;
+  const std::size_t skip = f == Framing::checked ? 0 : f == Framing::gnb ? gnb::kHeaderSize : rpc::kHeaderSize;
   return {reinterpret_cast<const char*>(m.data()) + skip, m.size() - skip};
 }
 
@@ -82,8 +83,8 @@ inline std::vector<std::byte> bad_frame(Framing f) {
     return frame;
   }
   if (f == Framing::gnb) {
-    std::vector<std::byte> frame(wire::gnb::kHeaderSize + 2, std::byte{0x11});
-    wire::gnb::write_header(frame.data(), static_cast<std::uint16_t>(wire::gnb::MessageType::ack), 2);
+    std::vector<std::byte> frame(gnb::kHeaderSize + 2, std::byte{0x11});
+    gnb::write_header(frame.data(), static_cast<std::uint16_t>(gnb::MessageType::ack), 2);
     return frame;
   }
   std::vector<std::byte> frame(rpc::kHeaderSize);

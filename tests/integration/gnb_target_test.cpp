@@ -11,14 +11,14 @@
 #include <gtest/gtest.h>
 
 #include <volley/wire/byte_order.hpp>
-#include <volley/wire/gnb.hpp>
+#include <volley/gnb/protocol.hpp>
 
 #include "child_process.hpp"
 #include "raw_client.hpp"
 #include "target_fixture.hpp"
 
 using namespace volley::test;
-namespace gnb = volley::wire::gnb;
+namespace gnb = volley::gnb;
 
 namespace {
 

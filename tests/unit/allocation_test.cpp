@@ -7,10 +7,11 @@
 #include <vector>
 
 #include <volley/dispatch/dispatcher.hpp>
-#include <volley/dispatch/views.hpp>
+#include <volley/gnb/dispatch_protocol.hpp>
+#include <volley/gnb/views.hpp>
 #include <volley/net/detail/write_queue.hpp>
 #include <volley/serial/binary.hpp>
-#include <volley/wire/gnb_decoder.hpp>
+#include <volley/gnb/decoder.hpp>
 
 #include "benchmark_messages.hpp"
 #include "legacy_messages.hpp"
@@ -27,7 +28,7 @@ void* operator new(std::size_t n) {
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
-namespace gnb = volley::wire::gnb;
+namespace gnb = volley::gnb;
 namespace dispatch = volley::dispatch;
 namespace benchmarks = volley::benchmarks;
 
@@ -47,11 +48,11 @@ std::vector<std::byte> stream_of(std::size_t frames) {
 
 struct Sum {
   std::uint64_t total = 0;
-  void operator()(const dispatch::ControlView& v) { total += v.transaction_id; }
-  void operator()(const dispatch::AckView& v) { total += v.transaction_id; }
-  void operator()(const dispatch::NackView& v) { total += v.cause; }
-  void operator()(const dispatch::AckChecksumView& v) { total += v.checksum; }
-  void operator()(const dispatch::DataView& v) { total += v.body.size(); }
+  void operator()(const gnb::ControlView& v) { total += v.transaction_id; }
+  void operator()(const gnb::AckView& v) { total += v.transaction_id; }
+  void operator()(const gnb::NackView& v) { total += v.cause; }
+  void operator()(const gnb::AckChecksumView& v) { total += v.checksum; }
+  void operator()(const gnb::DataView& v) { total += v.body.size(); }
 };
 
 // Decodes `stream` in 4 KiB reads, calling `each` per frame; returns allocations made.
@@ -78,8 +79,8 @@ TEST(Allocations, DecodingAndVariantDispatchAllocateNothingPerMessage) {
   Sum sum;
   // The first pass sizes the decoder's buffer to the traffic (a few
   // allocations as the read size doubles); after that, nothing.
-  EXPECT_LE(allocations_while_decoding(decoder, stream, [&](const gnb::Frame& f) { dispatch::dispatch(f, sum); }), 8u);
-  EXPECT_EQ(allocations_while_decoding(decoder, stream, [&](const gnb::Frame& f) { dispatch::dispatch(f, sum); }), 0u);
+  EXPECT_LE(allocations_while_decoding(decoder, stream, [&](const gnb::Frame& f) { gnb::dispatch(f, sum); }), 8u);
+  EXPECT_EQ(allocations_while_decoding(decoder, stream, [&](const gnb::Frame& f) { gnb::dispatch(f, sum); }), 0u);
   EXPECT_GT(sum.total, 0u);
 }
 
@@ -128,10 +129,10 @@ TEST(Allocations, DecodingIntoAnExistingValueReusesItsStrings) {
 TEST(Allocations, AWarmDispatcherAllocatesNothingPerMessage) {
   // gNB frames to their views, and a request with a string decoded by serial
   // into the instance the dispatcher keeps for its handler.
-  dispatch::Dispatcher<dispatch::GnbProtocol> frames;
+  dispatch::Dispatcher<gnb::GnbProtocol> frames;
   std::uint64_t total = 0;
-  frames.on<dispatch::ControlView>(0x1001, [&](const dispatch::ControlView& v) { total += v.transaction_id; })
-      .on<dispatch::DataView>(0x8001, [&](const dispatch::DataView& v) { total += v.body.size(); });
+  frames.on<gnb::ControlView>(0x1001, [&](const gnb::ControlView& v) { total += v.transaction_id; })
+      .on<gnb::DataView>(0x8001, [&](const gnb::DataView& v) { total += v.body.size(); });
   const auto stream = stream_of(6000);
   std::vector<std::span<const std::byte>> messages;
   for (std::size_t at = 0; at < stream.size();) {

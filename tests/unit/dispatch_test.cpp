@@ -3,12 +3,12 @@
 #include <vector>
 
 #include "legacy_messages.hpp"
-#include <volley/dispatch/views.hpp>
-#include <volley/wire/gnb_decoder.hpp>
+#include <volley/gnb/views.hpp>
+#include <volley/gnb/decoder.hpp>
 
 using namespace volley::dispatch;
 namespace legacy = volley::benchmarks::legacy;
-using namespace volley::wire::gnb;
+using namespace volley::gnb;
 
 namespace {
 

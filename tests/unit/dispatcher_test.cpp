@@ -9,12 +9,18 @@
 #include <volley/dispatch/dispatcher.hpp>
 #include <volley/rpc/protocol.hpp>
 #include <volley/serial/binary.hpp>
-#include <volley/wire/gnb.hpp>
+#include <volley/gnb/dispatch_protocol.hpp>
+#include <volley/gnb/protocol.hpp>
 
 namespace volley::dispatch {
 namespace {
 
-namespace gnb = wire::gnb;
+using gnb::AckChecksumView;
+using gnb::AckView;
+using gnb::ControlView;
+using gnb::DataView;
+using gnb::GnbProtocol;
+using gnb::NackView;
 
 std::vector<std::byte> gnb_frame(std::uint16_t type, std::vector<std::byte> body) {
   std::vector<std::byte> f(gnb::kHeaderSize);

@@ -4,7 +4,7 @@
 #include <map>
 
 #include <volley/wire/byte_order.hpp>
-#include <volley/wire/gnb_decoder.hpp>
+#include <volley/gnb/decoder.hpp>
 
 #include "gen_plan.hpp"
 
@@ -62,11 +62,11 @@ TEST(GenPlan, BlocksDecodeToThePlannedFrames) {
   EXPECT_EQ(block.frames.size(), 100 * cycles);
   EXPECT_EQ(block.controls.size(), 30 * cycles);  // the 2-byte controls have no id slot
 
-  volley::wire::gnb::FrameDecoder decoder;
+  volley::gnb::FrameDecoder decoder;
   std::size_t pos = 0, frame = 0;
   while (pos < block.bytes.size()) {
     pos += decoder.feed(std::span(block.bytes).subspan(pos));
-    for (auto r = decoder.next(); r.status != volley::wire::gnb::DecodeStatus::need_more; r = decoder.next()) {
+    for (auto r = decoder.next(); r.status != volley::gnb::DecodeStatus::need_more; r = decoder.next()) {
       const auto& spec = specs[block.frames[frame].spec];
       EXPECT_EQ(static_cast<std::uint16_t>(r.frame.type), spec.type);
       EXPECT_EQ(r.frame.body.size(), spec.size);

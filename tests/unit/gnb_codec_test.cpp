@@ -5,12 +5,12 @@
 
 #include <volley/wire/crc32c.hpp>
 #include <volley/wire/error.hpp>
-#include <volley/wire/gnb.hpp>
+#include <volley/gnb/protocol.hpp>
 
 #include "bytes.hpp"
 
 using namespace volley::wire;
-using namespace volley::wire::gnb;
+using namespace volley::gnb;
 using volley::test::bytes_of;
 using volley::test::hex;
 

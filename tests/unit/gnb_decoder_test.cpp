@@ -5,10 +5,10 @@
 
 #include <volley/wire/byte_order.hpp>
 #include <volley/wire/error.hpp>
-#include <volley/wire/gnb_decoder.hpp>
+#include <volley/gnb/decoder.hpp>
 
 using namespace volley::wire;
-using namespace volley::wire::gnb;
+using namespace volley::gnb;
 
 namespace {
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <volley/net/backoff.hpp>
+#include <volley/gnb/session_codec.hpp>
 #include <volley/net/session_codec.hpp>
 #include <volley/rpc/session_codec.hpp>
 #include <volley/wire/error.hpp>
@@ -61,7 +62,7 @@ TEST(CheckedSessionCodec, RefusesAPayloadOverItsLimit) {
 }
 
 TEST(GnbSessionCodec, TakesTheKeepaliveAndPassesWholeFrames) {
-  auto codec = make_gnb_codec();
+  auto codec = gnb::make_gnb_codec();
   EXPECT_EQ(hex(codec->heartbeat()), "00 00 00 00 00 00");
   feed(*codec, from_hex("00 00 00 00 00 00  10 02 00 00 00 04 DE AD BE EF  00 00 00 00 00"));
   EXPECT_EQ(codec->next().kind, Inbound::Kind::heartbeat);
@@ -75,7 +76,7 @@ TEST(GnbSessionCodec, TakesTheKeepaliveAndPassesWholeFrames) {
 }
 
 TEST(GnbSessionCodec, TypeZeroWithABodyIsStillFatal) {
-  auto codec = make_gnb_codec();
+  auto codec = gnb::make_gnb_codec();
   feed(*codec, from_hex("00 00 00 00 00 01 FF"));
   const auto in = codec->next();
   EXPECT_EQ(in.kind, Inbound::Kind::failed);
@@ -83,7 +84,7 @@ TEST(GnbSessionCodec, TypeZeroWithABodyIsStillFatal) {
 }
 
 TEST(GnbSessionCodec, RefusesToSendWhatIsNotOneValidFrame) {
-  auto codec = make_gnb_codec();
+  auto codec = gnb::make_gnb_codec();
   std::array<std::byte, SessionCodec::kMaxHeader> header{};
   const auto check = [&](const char* frame) {
     std::error_code ec;

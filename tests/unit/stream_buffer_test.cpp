@@ -9,7 +9,7 @@
 #include <volley/wire/byte_order.hpp>
 #include <volley/wire/checked.hpp>
 #include <volley/wire/detail/stream_buffer.hpp>
-#include <volley/wire/gnb_decoder.hpp>
+#include <volley/gnb/decoder.hpp>
 
 using volley::wire::detail::StreamBuffer;
 
@@ -111,12 +111,12 @@ TEST(StreamBuffer, APartialFrameSurvivesGrowthAndCompaction) {
 TEST(StreamBuffer, LyingLengthsDoNotGrowTheDecoders) {
   using namespace volley;
   {
-    wire::gnb::FrameDecoder d;
-    std::vector<std::byte> header(wire::gnb::kHeaderSize);
+    gnb::FrameDecoder d;
+    std::vector<std::byte> header(gnb::kHeaderSize);
     wire::store_u16_be(header.data(), 0x8001);
     wire::store_u32_be(header.data() + 2, 0xFFFFFFF0u);
     d.feed(header);
-    EXPECT_EQ(d.next().status, wire::gnb::DecodeStatus::failed);
+    EXPECT_EQ(d.next().status, gnb::DecodeStatus::failed);
     d.prepare();
     EXPECT_LE(d.capacity(), StreamBuffer::kDefaultBase);
   }

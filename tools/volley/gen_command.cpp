@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 
 #include <volley/net/session.hpp>
+#include <volley/gnb/session_codec.hpp>
 #include <volley/net/session_codec.hpp>
 #include <volley/net/loop_pool.hpp>
 #include <volley/net/tcp_connect.hpp>
@@ -48,7 +49,7 @@ class GenEvents final : public net::SessionEvents {
  public:
   explicit GenEvents(GenConnection& gen) : gen_(gen) {}
   void on_open(net::Session&) override { gen_.on_opened(); }
-  void on_message(net::Session&, std::span<const std::byte> whole) override { gen_.on_reply(wire::gnb::frame_of(whole)); }
+  void on_message(net::Session&, std::span<const std::byte> whole) override { gen_.on_reply(gnb::frame_of(whole)); }
   void on_protocol_error(net::Session&, const std::error_code&, std::span<const std::byte>, bool) override {
     gen_.on_bad_input();
   }
@@ -60,8 +61,8 @@ class GenEvents final : public net::SessionEvents {
 };
 
 std::string type_label(std::uint16_t type) {
-  const auto index = wire::gnb::type_index(type);
-  return index ? std::string(wire::gnb::kTypes[*index].name) : "invalid";
+  const auto index = gnb::type_index(type);
+  return index ? std::string(gnb::kTypes[*index].name) : "invalid";
 }
 
 struct Summary {
@@ -243,7 +244,7 @@ int run_gen(const GenOptions& o) {
       return 1;
     }
     gens.push_back(std::make_unique<GenConnection>(config, i, loop));
-    auto session = std::make_unique<net::Session>(net::make_gnb_codec(), session_options,
+    auto session = std::make_unique<net::Session>(gnb::make_gnb_codec(), session_options,
                                                   std::make_unique<GenEvents>(*gens.back()));
     sessions.push_back(session.get());
     connections.push_back(std::make_shared<net::TcpConnection>(std::move(socket), std::move(session), limits,

@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include <volley/dispatch/views.hpp>
+#include <volley/gnb/views.hpp>
 #include <volley/wire/byte_order.hpp>
 #include <volley/wire/crc32c.hpp>
 
 namespace volley::tools {
 
 namespace asio = boost::asio;
-namespace gnb = wire::gnb;
 
 namespace {
 constexpr std::size_t kBlockBytes = 64 * 1024;
@@ -172,17 +171,17 @@ void GenConnection::on_reply(const gnb::Frame& frame) {
     replies_.add();
     return &o;
   };
-  dispatch::dispatch(frame, dispatch::Overloaded{
-                                [&](const dispatch::AckView& v) {
+  gnb::dispatch(frame, dispatch::Overloaded{
+                                [&](const gnb::AckView& v) {
                                   results_.acks += 1;
                                   match(v.transaction_id);
                                 },
-                                [&](const dispatch::AckChecksumView& v) {
+                                [&](const gnb::AckChecksumView& v) {
                                   results_.ack_checksums += 1;
                                   if (const Outstanding* o = match(v.transaction_id); o && o->crc != v.checksum)
                                     results_.checksum_mismatches += 1;
                                 },
-                                [&](const dispatch::NackView& v) {
+                                [&](const gnb::NackView& v) {
                                   results_.nacks += 1;
                                   match(v.transaction_id);
                                 },

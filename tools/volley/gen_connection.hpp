@@ -15,7 +15,7 @@
 #include <volley/metrics/histogram.hpp>
 #include <volley/net/session.hpp>
 #include <volley/net/tcp_connection.hpp>
-#include <volley/wire/gnb.hpp>
+#include <volley/gnb/protocol.hpp>
 
 #include "gen_plan.hpp"
 
@@ -54,7 +54,7 @@ class GenConnection {
   void stop();
 
   // From the protocol handler.
-  void on_reply(const wire::gnb::Frame& frame);
+  void on_reply(const gnb::Frame& frame);
   void on_bad_input() { results_.protocol_errors += 1; }
   void on_written(std::size_t bytes);
   void on_closed(const net::CloseReason& reason);

@@ -5,11 +5,10 @@
 
 #include <fmt/core.h>
 
-#include <volley/wire/gnb.hpp>
+#include <volley/gnb/protocol.hpp>
 
 namespace volley::tools {
 
-namespace gnb = wire::gnb;
 
 namespace {
 

@@ -4,8 +4,8 @@ namespace volley::benchmarks::legacy {
 
 Message::~Message() = default;
 
-std::unique_ptr<Message> make_message(const wire::gnb::Frame& frame) {
-  using wire::gnb::MessageType;
+std::unique_ptr<Message> make_message(const gnb::Frame& frame) {
+  using gnb::MessageType;
   switch (frame.type) {
     case MessageType::control: return std::make_unique<ControlMessage>(frame.body);
     case MessageType::ack: return std::make_unique<AckMessage>(frame.body);

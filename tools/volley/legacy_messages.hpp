@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include <volley/dispatch/views.hpp>
-#include <volley/wire/gnb.hpp>
+#include <volley/gnb/views.hpp>
+#include <volley/gnb/protocol.hpp>
 
 namespace volley::benchmarks::legacy {
 
@@ -34,7 +34,7 @@ struct DataMessage final : Message {
   using Message::Message;
 };
 
-std::unique_ptr<Message> make_message(const wire::gnb::Frame& frame);
+std::unique_ptr<Message> make_message(const gnb::Frame& frame);
 
 // Calls handler(view) for the message's dynamic type, the same views the variant
 // path produces, so both paths do the same work after dispatch.
@@ -44,15 +44,15 @@ void dispatch(const Message& m, Handler&& handler) {
   using wire::load_u32_be;
   const std::byte* b = m.body.data();
   if (dynamic_cast<const ControlMessage*>(&m) != nullptr) {
-    handler(ControlView{load_u32_be(b), m.body});
+    handler(gnb::ControlView{load_u32_be(b), m.body});
   } else if (dynamic_cast<const AckMessage*>(&m) != nullptr) {
-    handler(AckView{load_u32_be(b)});
+    handler(gnb::AckView{load_u32_be(b)});
   } else if (dynamic_cast<const NackMessage*>(&m) != nullptr) {
-    handler(NackView{load_u32_be(b), load_u16_be(b + 4)});
+    handler(gnb::NackView{load_u32_be(b), load_u16_be(b + 4)});
   } else if (dynamic_cast<const AckChecksumMessage*>(&m) != nullptr) {
-    handler(AckChecksumView{load_u32_be(b), load_u32_be(b + 4)});
+    handler(gnb::AckChecksumView{load_u32_be(b), load_u32_be(b + 4)});
   } else if (dynamic_cast<const DataMessage*>(&m) != nullptr) {
-    handler(DataView{m.body});
+    handler(gnb::DataView{m.body});
   }
 }
 

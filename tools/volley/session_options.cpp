@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include <volley/gnb/session_codec.hpp>
 #include <volley/rpc/session_codec.hpp>
 
 namespace volley::tools {
@@ -18,7 +19,7 @@ net::SessionOptions SessionFlags::options() const {
 }
 
 std::unique_ptr<net::SessionCodec> SessionFlags::make_codec() const {
-  if (framing == "gnb") return net::make_gnb_codec();
+  if (framing == "gnb") return gnb::make_gnb_codec();
   if (framing == "rpc") return rpc::make_rpc_codec();
   return net::make_checked_codec(max_payload);
 }

@@ -9,6 +9,7 @@
 
 #include <volley/net/server.hpp>
 #include <volley/net/session.hpp>
+#include <volley/gnb/session_codec.hpp>
 #include <volley/net/session_codec.hpp>
 
 #include "commands.hpp"
@@ -54,7 +55,7 @@ const char* to_string(ReplyMode r) { return r == ReplyMode::none ? "none" : r ==
 // liveness check are the session's, the frames go to the chosen handler.
 template <HandlerKind Kind>
 std::unique_ptr<net::StreamHandler> make_session(const TargetOptions& o, TargetStats& stats) {
-  return std::make_unique<net::Session>(net::make_gnb_codec(), o.session_options(),
+  return std::make_unique<net::Session>(gnb::make_gnb_codec(), o.session_options(),
                                         std::make_unique<TargetEvents<Kind>>(o.reply, stats));
 }
 
@@ -85,7 +86,7 @@ void print_text_report(const TargetOptions& o, const TargetTotals& t, double sec
              to_string(o.reply), o.threads, seconds);
   fmt::print("  {:<6} {:<13} {:>14} {:>16} {:>12} {:>12}\n", "type", "name", "frames", "bytes", "too long", "too short");
   for (std::size_t i = 0; i < t.types.size(); ++i) {
-    const auto& info = wire::gnb::kTypes[i];
+    const auto& info = gnb::kTypes[i];
     fmt::print("  {:04x}   {:<13} {:>14} {:>16} {:>12} {:>12}\n", static_cast<unsigned>(info.type), info.name,
                t.types[i].frames, t.types[i].bytes, t.types[i].rejected_too_long, t.types[i].rejected_too_short);
   }

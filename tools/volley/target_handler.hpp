@@ -7,7 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "legacy_messages.hpp"
-#include <volley/dispatch/views.hpp>
+#include <volley/gnb/views.hpp>
 #include <volley/net/session.hpp>
 #include <volley/wire/byte_order.hpp>
 #include <volley/wire/crc32c.hpp>
@@ -26,8 +26,8 @@ class TargetLogic {
   TargetLogic(ReplyMode reply, TargetStats& stats, net::Session& session)
       : reply_(reply), stats_(stats), session_(session) {}
 
-  void operator()(const dispatch::ControlView& control) {
-    using namespace wire::gnb;
+  void operator()(const gnb::ControlView& control) {
+    using namespace gnb;
     if (reply_ == ReplyMode::ack) {
       const auto frame = make_ack_frame({control.transaction_id});
       if (session_.send(frame) == net::SendResult::sent) stats_.replies_ack.add();
@@ -37,10 +37,10 @@ class TargetLogic {
     }
   }
   // Acks, nacks and data carry nothing the target must act on: counting them is the work.
-  void operator()(const dispatch::AckView&) {}
-  void operator()(const dispatch::NackView&) {}
-  void operator()(const dispatch::AckChecksumView&) {}
-  void operator()(const dispatch::DataView&) {}
+  void operator()(const gnb::AckView&) {}
+  void operator()(const gnb::NackView&) {}
+  void operator()(const gnb::AckChecksumView&) {}
+  void operator()(const gnb::DataView&) {}
 
  private:
   ReplyMode reply_;
@@ -56,12 +56,12 @@ class TargetEvents final : public net::SessionEvents {
   TargetEvents(ReplyMode reply, TargetStats& stats) : reply_(reply), stats_(stats) { stats_.connections_opened.add(); }
 
   void on_message(net::Session& s, std::span<const std::byte> whole) override {
-    const wire::gnb::Frame frame = wire::gnb::frame_of(whole);
-    auto& per_type = stats_.types[wire::gnb::type_index(frame.type)];
+    const gnb::Frame frame = gnb::frame_of(whole);
+    auto& per_type = stats_.types[gnb::type_index(frame.type)];
     per_type.frames.add();
     per_type.bytes.add(whole.size());
     if constexpr (Kind == HandlerKind::variant) {
-      dispatch::dispatch(frame, TargetLogic(reply_, stats_, s));
+      gnb::dispatch(frame, TargetLogic(reply_, stats_, s));
     } else if constexpr (Kind == HandlerKind::virtual_dispatch) {
       const auto message = benchmarks::legacy::make_message(frame);
       benchmarks::legacy::dispatch(*message, TargetLogic(reply_, stats_, s));
@@ -79,7 +79,7 @@ class TargetEvents final : public net::SessionEvents {
 
   void on_protocol_error(net::Session& s, const std::error_code& error, std::span<const std::byte> bytes,
                          bool closing) override {
-    using namespace wire::gnb;
+    using namespace gnb;
     const bool too_long = error == wire::Errc::body_too_long;
     if (too_long || error == wire::Errc::body_too_short) {  // a whole frame, skipped: the stream is in sync
       const Frame frame = frame_of(bytes);

@@ -55,7 +55,7 @@ TargetTotals sum(const std::vector<TargetStats>& per_loop) {
 boost::json::object to_json(const TargetTotals& t) {
   boost::json::array types;
   for (std::size_t i = 0; i < t.types.size(); ++i) {
-    const auto& info = wire::gnb::kTypes[i];
+    const auto& info = gnb::kTypes[i];
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%04x", static_cast<unsigned>(info.type));
     types.push_back(boost::json::object{

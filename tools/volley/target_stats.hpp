@@ -8,7 +8,7 @@
 #include <boost/json/object.hpp>
 
 #include <volley/metrics/counter.hpp>
-#include <volley/wire/gnb.hpp>
+#include <volley/gnb/protocol.hpp>
 
 namespace volley::tools {
 
@@ -21,7 +21,7 @@ struct alignas(64) TargetStats {
     SingleWriterCounter rejected_too_long;
     SingleWriterCounter rejected_too_short;
   };
-  std::array<PerType, wire::gnb::kTypeCount> types;
+  std::array<PerType, gnb::kTypeCount> types;
   SingleWriterCounter replies_ack, replies_nack, replies_ack_checksum;
   SingleWriterCounter connections_opened, closed_peer, closed_protocol_error, closed_io_error, closed_shutdown;
   SingleWriterCounter closed_slow_consumer, closed_idle, closed_handshake_failed, closed_mid_frame;
@@ -35,7 +35,7 @@ struct TargetTotals {
   struct PerType {
     std::uint64_t frames = 0, bytes = 0, rejected_too_long = 0, rejected_too_short = 0;
   };
-  std::array<PerType, wire::gnb::kTypeCount> types{};
+  std::array<PerType, gnb::kTypeCount> types{};
   std::uint64_t replies_ack = 0, replies_nack = 0, replies_ack_checksum = 0;
   std::uint64_t connections_opened = 0, closed_peer = 0, closed_protocol_error = 0, closed_io_error = 0,
                 closed_shutdown = 0, closed_slow_consumer = 0, closed_idle = 0, closed_handshake_failed = 0,

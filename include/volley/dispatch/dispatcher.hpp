@@ -4,7 +4,7 @@
 // and each message reaches its handler as that type:
 //   - std::span<const std::byte>: the body as it is;
 //   - a view type with `static std::optional<T> from_body(std::span<const std::byte>)`
-//     (the gNB views below): fixed fields read in place, no copy;
+//     (the gNB views, volley/gnb/views.hpp): fixed fields read in place, no copy;
 //   - any other type: decoded by volley::serial into an instance kept per
 //     handler, so its strings and vectors keep their capacity and a warm
 //     dispatcher allocates nothing per message.
@@ -12,9 +12,9 @@
 // carry its header (unopened), an id with no handler (unknown_id, optionally
 // passed to a fallback), a body the handler's type refuses (undecodable).
 //
-// Protocols here: GnbProtocol (whole gNB frames, id = the type), LeadingId<Id>
-// (an id in the first bytes of a payload: checked-frame payloads, datagrams).
-// RPC frames: rpc::RpcProtocol (volley/rpc/frame.hpp).
+// Protocols: LeadingId<Id> here (an id in the first bytes of a payload:
+// checked-frame payloads, datagrams); gnb::GnbProtocol (volley/gnb/dispatch_protocol.hpp,
+// whole gNB frames, id = the type); rpc::RpcProtocol (volley/rpc/protocol.hpp).
 //
 // One dispatcher per thread (or per connection): dispatch() is not safe to
 // call concurrently, since decoded instances are reused.
@@ -30,10 +30,8 @@
 #include <utility>
 #include <vector>
 
-#include <volley/dispatch/views.hpp>
 #include <volley/serial/binary.hpp>
 #include <volley/wire/byte_order.hpp>
-#include <volley/wire/gnb.hpp>
 
 namespace volley::dispatch {
 
@@ -153,18 +151,6 @@ class Dispatcher {
   std::vector<std::pair<Id, Entry>> entries_;  // sorted by id
   std::function<void(Context&..., const Envelope<Id>&)> unknown_;
   DispatchStats stats_;
-};
-
-// Whole gNB frames (as a gNB session delivers them): the id is the type, the
-// body what follows the header; the length field must match the message.
-struct GnbProtocol {
-  using Id = std::uint16_t;
-  static std::optional<Envelope<Id>> open(std::span<const std::byte> message) noexcept {
-    if (message.size() < wire::gnb::kHeaderSize) return std::nullopt;
-    const std::uint32_t length = wire::load_u32_be(message.data() + 2);
-    if (length != message.size() - wire::gnb::kHeaderSize) return std::nullopt;
-    return Envelope<Id>{wire::load_u16_be(message.data()), message.subspan(wire::gnb::kHeaderSize)};
-  }
 };
 
 // An id in the first sizeof(Id) bytes (big-endian), the body after it: for

@@ -53,8 +53,7 @@ class SessionCodec {
 
 // The checked frame: payloads are framed with the 5-byte header, heartbeats are type 0.
 std::unique_ptr<SessionCodec> make_checked_codec(std::size_t max_payload);
-// The gNB protocol: a "payload" is a whole gNB frame, sent as it is (its header is
-// checked first); the heartbeat is the six-byte keepalive of docs/PROTOCOL.md.
-std::unique_ptr<SessionCodec> make_gnb_codec();
+// Other framings' codecs live with their protocols: gnb::make_gnb_codec
+// (volley/gnb/session_codec.hpp), rpc::make_rpc_codec (volley/rpc/session_codec.hpp).
 
 }  // namespace volley::net

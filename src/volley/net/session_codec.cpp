@@ -7,8 +7,6 @@
 #include <volley/wire/byte_order.hpp>
 #include <volley/wire/checked.hpp>
 #include <volley/wire/error.hpp>
-#include <volley/wire/gnb.hpp>
-#include <volley/wire/gnb_decoder.hpp>
 
 namespace volley::net {
 
@@ -69,61 +67,6 @@ class CheckedCodec final : public SessionCodec {
   std::size_t max_payload_;
 };
 
-class GnbCodec final : public SessionCodec {
- public:
-  std::span<std::byte> prepare() override { return decoder_.prepare(); }
-  void commit(std::size_t n) override { decoder_.commit(n); }
-  std::size_t buffered() const override { return decoder_.failed() ? 0 : decoder_.buffered(); }
-
-  Inbound next() override {
-    using wire::gnb::DecodeStatus;
-    if (decoder_.take_keepalive()) return {Inbound::Kind::heartbeat, {}, {}};
-    const std::span<const std::byte> before = decoder_.readable();
-    const wire::gnb::DecodeResult r = decoder_.next();
-    switch (r.status) {
-      case DecodeStatus::need_more: return {};
-      case DecodeStatus::failed:
-        return {Inbound::Kind::failed, before.first(std::min(before.size(), wire::gnb::kHeaderSize)), r.error};
-      case DecodeStatus::rejected: return {Inbound::Kind::rejected, before.first(r.frame.wire_size()), r.error};
-      case DecodeStatus::frame: break;
-    }
-    // The message is the whole frame, header included, as the sender gave it.
-    // (no_error_ is copied: a default-constructed error_code calls into the
-    // library for its category, once per frame.)
-    return {Inbound::Kind::message, before.first(r.frame.wire_size()), no_error_};
-  }
-
-  std::size_t frame_header(std::span<const std::byte> payload, std::span<std::byte, kMaxHeader> /*header*/,
-                           std::error_code& ec) const override {
-    ec.clear();
-    if (payload.size() < wire::gnb::kHeaderSize) {
-      ec = wire::make_error_code(wire::Errc::length_below_header);
-    } else {
-      const std::uint16_t type = wire::load_u16_be(payload.data());
-      const std::uint32_t length = wire::load_u32_be(payload.data() + 2);
-      const auto index = wire::gnb::type_index(type);
-      if (!index) {
-        ec = wire::make_error_code(wire::Errc::unknown_type);
-      } else if (length != payload.size() - wire::gnb::kHeaderSize) {
-        ec = wire::make_error_code(wire::Errc::length_mismatch);
-      } else if (length > wire::gnb::kTypes[*index].max_body) {
-        ec = wire::make_error_code(wire::Errc::body_too_long);
-      } else if (length < wire::gnb::kTypes[*index].min_body) {
-        ec = wire::make_error_code(wire::Errc::body_too_short);
-      }
-    }
-    return 0;
-  }
-
-  std::span<const std::byte> heartbeat() const override { return keepalive_; }
-  std::size_t max_payload() const override { return wire::gnb::kMaxFrameSize; }
-
- private:
-  wire::gnb::FrameDecoder decoder_;
-  std::array<std::byte, wire::gnb::kKeepaliveSize> keepalive_{};
-  const std::error_code no_error_{};
-};
-
 }  // namespace
 
 std::size_t SessionCodec::write_frame(std::span<const std::byte> payload, std::span<std::byte> out,
@@ -138,6 +81,5 @@ std::unique_ptr<SessionCodec> make_checked_codec(std::size_t max_payload) {
   return std::make_unique<CheckedCodec>(max_payload);
 }
 
-std::unique_ptr<SessionCodec> make_gnb_codec() { return std::make_unique<GnbCodec>(); }
 
 }  // namespace volley::net

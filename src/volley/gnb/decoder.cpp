@@ -1,4 +1,4 @@
-#include <volley/wire/gnb_decoder.hpp>
+#include <volley/gnb/decoder.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,11 @@
 #include <volley/wire/byte_order.hpp>
 #include <volley/wire/error.hpp>
 
-namespace volley::wire::gnb {
+namespace volley::gnb {
+
+using wire::Errc;  // the wire module's error vocabulary and byte order
+using wire::load_u16_be;
+using wire::load_u32_be;
 
 std::size_t FrameDecoder::head_frame_size() const noexcept {
   const std::span<const std::byte> in = buffer_.readable();
@@ -60,4 +64,4 @@ DecodeResult FrameDecoder::next() noexcept {
   return result;
 }
 
-}  // namespace volley::wire::gnb
+}  // namespace volley::gnb

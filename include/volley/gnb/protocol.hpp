@@ -9,7 +9,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace volley::wire::gnb {
+namespace volley::gnb {
 
 enum class MessageType : std::uint16_t {
   control = 0x1001,
@@ -24,7 +24,7 @@ inline constexpr std::size_t kMaxBodyLength = 64 * 1024;  // the data message li
 inline constexpr std::size_t kMaxFrameSize = kHeaderSize + kMaxBodyLength;
 inline constexpr std::size_t kTypeCount = 5;
 // A session-level keepalive, not a message: type 0x0000 with an empty body (six
-// zero bytes). Only a gNB session (net::make_gnb_codec) accepts it; to the plain
+// zero bytes). Only a gNB session (gnb::make_gnb_codec) accepts it; to the plain
 // decoder type 0 stays unknown. See docs/PROTOCOL.md.
 inline constexpr std::size_t kKeepaliveSize = kHeaderSize;
 
@@ -120,4 +120,4 @@ std::array<std::byte, kAckFrameSize> make_ack_frame(const Ack& ack) noexcept;
 std::array<std::byte, kNackFrameSize> make_nack_frame(const Nack& nack) noexcept;
 std::array<std::byte, kAckChecksumFrameSize> make_ack_checksum_frame(const AckChecksum& ack) noexcept;
 
-}  // namespace volley::wire::gnb
+}  // namespace volley::gnb

@@ -1,41 +1,42 @@
 #pragma once
 // Typed dispatch of gNB frames: each frame becomes a small view (no copy) held in
-// a std::variant, and std::visit calls the handler's overload for that type.
-// Nothing here allocates.
+// a std::variant, and std::visit calls the handler's overload for that type
+// (build one from lambdas with dispatch::Overloaded). Nothing here allocates.
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <variant>
 
+#include <volley/dispatch/overloaded.hpp>
 #include <volley/wire/byte_order.hpp>
-#include <volley/wire/gnb.hpp>
+#include <volley/gnb/protocol.hpp>
 
-namespace volley::dispatch {
+namespace volley::gnb {
 
 namespace detail {
 // The body fits the type's layout (docs/PROTOCOL.md): what a decoder checked
 // already for frames it accepted, checked again for bodies from elsewhere.
-inline bool fits(wire::gnb::MessageType type, std::span<const std::byte> body) noexcept {
-  const auto index = wire::gnb::type_index(static_cast<std::uint16_t>(type));
-  return index && body.size() >= wire::gnb::kTypes[*index].min_body && body.size() <= wire::gnb::kTypes[*index].max_body;
+inline bool fits(gnb::MessageType type, std::span<const std::byte> body) noexcept {
+  const auto index = gnb::type_index(static_cast<std::uint16_t>(type));
+  return index && body.size() >= gnb::kTypes[*index].min_body && body.size() <= gnb::kTypes[*index].max_body;
 }
 }  // namespace detail
 
 // Each view can also be made from a body alone (from_body: nullopt when the
 // body breaks its type's layout), which makes it a handler type for
-// dispatch::Dispatcher<GnbProtocol> (volley/dispatch/dispatcher.hpp).
+// dispatch::Dispatcher<gnb::GnbProtocol> (volley/gnb/dispatch_protocol.hpp).
 struct ControlView {
   std::uint32_t transaction_id;
   std::span<const std::byte> body;  // whole body, id included (the checksum covers it)
   static std::optional<ControlView> from_body(std::span<const std::byte> b) noexcept {
-    if (!detail::fits(wire::gnb::MessageType::control, b)) return std::nullopt;
+    if (!detail::fits(gnb::MessageType::control, b)) return std::nullopt;
     return ControlView{wire::load_u32_be(b.data()), b};
   }
 };
 struct AckView {
   std::uint32_t transaction_id;
   static std::optional<AckView> from_body(std::span<const std::byte> b) noexcept {
-    if (!detail::fits(wire::gnb::MessageType::ack, b)) return std::nullopt;
+    if (!detail::fits(gnb::MessageType::ack, b)) return std::nullopt;
     return AckView{wire::load_u32_be(b.data())};
   }
 };
@@ -43,7 +44,7 @@ struct NackView {
   std::uint32_t transaction_id;
   std::uint16_t cause;
   static std::optional<NackView> from_body(std::span<const std::byte> b) noexcept {
-    if (!detail::fits(wire::gnb::MessageType::nack, b)) return std::nullopt;
+    if (!detail::fits(gnb::MessageType::nack, b)) return std::nullopt;
     return NackView{wire::load_u32_be(b.data()), wire::load_u16_be(b.data() + 4)};
   }
 };
@@ -51,14 +52,14 @@ struct AckChecksumView {
   std::uint32_t transaction_id;
   std::uint32_t checksum;
   static std::optional<AckChecksumView> from_body(std::span<const std::byte> b) noexcept {
-    if (!detail::fits(wire::gnb::MessageType::ack_checksum, b)) return std::nullopt;
+    if (!detail::fits(gnb::MessageType::ack_checksum, b)) return std::nullopt;
     return AckChecksumView{wire::load_u32_be(b.data()), wire::load_u32_be(b.data() + 4)};
   }
 };
 struct DataView {
   std::span<const std::byte> body;
   static std::optional<DataView> from_body(std::span<const std::byte> b) noexcept {
-    if (!detail::fits(wire::gnb::MessageType::data, b)) return std::nullopt;
+    if (!detail::fits(gnb::MessageType::data, b)) return std::nullopt;
     return DataView{b};
   }
 };
@@ -67,10 +68,10 @@ using MessageView = std::variant<ControlView, AckView, NackView, AckChecksumView
 
 // `frame` must be one the FrameDecoder accepted (status frame): its body already
 // satisfies the type's minimum size, so the fixed fields are there.
-inline MessageView to_view(const wire::gnb::Frame& frame) noexcept {
+inline MessageView to_view(const gnb::Frame& frame) noexcept {
   using wire::load_u16_be;
   using wire::load_u32_be;
-  using wire::gnb::MessageType;
+  using gnb::MessageType;
   const std::byte* b = frame.body.data();
   switch (frame.type) {
     case MessageType::control: return ControlView{load_u32_be(b), frame.body};
@@ -82,17 +83,9 @@ inline MessageView to_view(const wire::gnb::Frame& frame) noexcept {
   return DataView{frame.body};
 }
 
-// The usual helper to build a visitor from lambdas.
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;
-
 template <class Handler>
-decltype(auto) dispatch(const wire::gnb::Frame& frame, Handler&& handler) {
+decltype(auto) dispatch(const gnb::Frame& frame, Handler&& handler) {
   return std::visit(std::forward<Handler>(handler), to_view(frame));
 }
 
-}  // namespace volley::dispatch
+}  // namespace volley::gnb

@@ -16,10 +16,10 @@
 #include <span>
 #include <system_error>
 
-#include <volley/wire/gnb.hpp>
+#include <volley/gnb/protocol.hpp>
 #include <volley/wire/detail/stream_buffer.hpp>
 
-namespace volley::wire::gnb {
+namespace volley::gnb {
 
 enum class DecodeStatus { need_more, frame, rejected, failed };
 
@@ -33,8 +33,8 @@ struct DecodeResult {
 
 class FrameDecoder {
  public:
-  explicit FrameDecoder(std::size_t read_limit = detail::StreamBuffer::kDefaultReadLimit)
-      : buffer_(detail::StreamBuffer::kDefaultBase, read_limit) {}
+  explicit FrameDecoder(std::size_t read_limit = wire::detail::StreamBuffer::kDefaultReadLimit)
+      : buffer_(wire::detail::StreamBuffer::kDefaultBase, read_limit) {}
 
   // Room for the next read (never empty; allocates only when the buffer grows).
   std::span<std::byte> prepare() { return buffer_.prepare(head_frame_size()); }
@@ -68,8 +68,8 @@ class FrameDecoder {
   // The whole size of the frame at the head once its header is in and valid, else 0.
   std::size_t head_frame_size() const noexcept;
 
-  detail::StreamBuffer buffer_;
+  wire::detail::StreamBuffer buffer_;
   DecodeResult failure_{};
 };
 
-}  // namespace volley::wire::gnb
+}  // namespace volley::gnb

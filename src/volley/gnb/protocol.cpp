@@ -1,11 +1,18 @@
-#include <volley/wire/gnb.hpp>
+#include <volley/gnb/protocol.hpp>
 
 #include <cstring>
 
 #include <volley/wire/byte_order.hpp>
 #include <volley/wire/error.hpp>
 
-namespace volley::wire::gnb {
+namespace volley::gnb {
+
+// The byte order and error vocabulary are the wire module's.
+using wire::Errc;
+using wire::load_u16_be;
+using wire::load_u32_be;
+using wire::store_u16_be;
+using wire::store_u32_be;
 
 void write_header(std::byte* out, std::uint16_t type, std::uint32_t body_length) noexcept {
   store_u16_be(out, type);
@@ -84,4 +91,4 @@ std::array<std::byte, kAckChecksumFrameSize> make_ack_checksum_frame(const AckCh
   return f;
 }
 
-}  // namespace volley::wire::gnb
+}  // namespace volley::gnb

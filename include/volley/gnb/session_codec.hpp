@@ -1,0 +1,16 @@
+#pragma once
+// The gNB protocol under a net::Session: a message is a whole gNB frame
+// (header and body), checked before it is queued (known type, length field
+// equal to the body, within the type's limits); the heartbeat is the six-byte
+// keepalive (type 0, length 0) of docs/PROTOCOL.md, taken by the codec and
+// never delivered. Rejected frames reach SessionEvents::on_protocol_error with
+// their bytes; a header that cannot be trusted hands over its six bytes.
+#include <memory>
+
+#include <volley/net/session_codec.hpp>
+
+namespace volley::gnb {
+
+std::unique_ptr<net::SessionCodec> make_gnb_codec();
+
+}  // namespace volley::gnb
