@@ -39,6 +39,10 @@ class StreamTransport {
   // already seen): the connection must read again without waiting, since no
   // new readiness will announce it.
   virtual bool has_buffered_input() const = 0;
+  // Output already taken (write_some counted it) but not yet on the socket:
+  // the connection waits for writability and calls write_some again (with
+  // nothing new, if need be) until this is false, before the write completes.
+  virtual bool has_buffered_output() const { return false; }
   // Our orderly end (TLS close_notify), before the connection's TCP FIN.
   // Best effort and non-blocking.
   virtual void shutdown_send() = 0;

@@ -162,6 +162,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void begin();
   void continue_handshake();
   std::size_t read_socket(std::span<std::byte> buffer, boost::system::error_code& ec);
+  // The transport took a batch but holds some of it: the write is not done yet.
+  bool transport_output_waiting() const;
   std::size_t write_socket(boost::system::error_code& ec);
   // Waits for the readiness the transport asked for (or writability) and writes the rest of gather_.
   void write_rest(std::size_t already);

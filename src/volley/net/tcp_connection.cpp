@@ -259,7 +259,7 @@ void TcpConnection::flush() {
   // non-blocking (start()), so this never waits.
   boost::system::error_code ec;
   const std::size_t n = write_socket(ec);
-  if (!ec && n == total) {
+  if (!ec && n == total && !transport_output_waiting()) {
     if (in_flush_completion_) {
       // Finished inside a completion already on the stack: complete on the
       // next turn of the loop instead of recursing once per message.
@@ -276,6 +276,10 @@ void TcpConnection::flush() {
     return;
   }
   write_rest(ec ? 0 : n);
+}
+
+bool TcpConnection::transport_output_waiting() const {
+  return transport_ && transport_->has_buffered_output();
 }
 
 std::size_t TcpConnection::write_socket(boost::system::error_code& ec) {
@@ -307,7 +311,7 @@ void TcpConnection::write_rest(std::size_t already) {
     if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return self->on_write(ec, already);
     std::size_t left = 0;
     for (const auto& b : self->gather_) left += b.size();
-    if (!ec && m == left) return self->on_write({}, already + m);
+    if (!ec && m == left && !self->transport_output_waiting()) return self->on_write({}, already + m);
     self->write_rest(ec ? 0 : m);  // `already` stays what the completion reports; the gather moves on
   });
 }

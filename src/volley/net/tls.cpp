@@ -14,6 +14,8 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ssl/error.hpp>
 
+#include "tls_socket_bio.hpp"
+
 namespace volley::net {
 
 namespace ssl = boost::asio::ssl;
@@ -80,6 +82,11 @@ boost::system::error_code ssl_error(SSL* ssl, int result) {
 
 class TlsTransport final : public StreamTransport {
  public:
+  // OpenSSL's read-ahead buffer: room for several records, so one receive
+  // takes what a peer's batch put on the wire (the default, one record and a
+  // header, means two or three receives for a 32 KiB batch).
+  static constexpr std::size_t kReadBuffer = 64 * 1024;
+
   TlsTransport(ssl::context& context, TlsRole role, const std::string& server_name)
       : ssl_(SSL_new(context.native_handle())) {
     if (ssl_ == nullptr) throw std::runtime_error("TLS: SSL_new failed");
@@ -89,6 +96,7 @@ class TlsTransport final : public StreamTransport {
     // Read what the socket has in one call, not a record header and then its
     // body (two system calls per record).
     SSL_set_read_ahead(ssl_, 1);
+    SSL_set_default_read_buffer_len(ssl_, kReadBuffer);
     if (role == TlsRole::server) {
       SSL_set_accept_state(ssl_);
       return;
@@ -108,7 +116,11 @@ class TlsTransport final : public StreamTransport {
   TlsTransport(const TlsTransport&) = delete;
   TlsTransport& operator=(const TlsTransport&) = delete;
 
-  void attach(int fd) override { SSL_set_fd(ssl_, fd); }
+  void attach(int fd) override {
+    bio_.emplace(fd);
+    BIO* bio = bio_->make_bio();
+    SSL_set_bio(ssl_, bio, bio);  // the SSL owns it (one reference for both directions)
+  }
 
   Wait handshake(boost::system::error_code& ec) override {
     ERR_clear_error();
@@ -138,6 +150,9 @@ class TlsTransport final : public StreamTransport {
       const int r = SSL_read(ssl_, buffer.data() + total, chunk(buffer.size() - total));
       if (r > 0) {
         total += static_cast<std::size_t>(r);
+        // The socket came up short and OpenSSL holds nothing more: another
+        // receive would only say EAGAIN. (The next edge announces new input.)
+        if (bio_->drained() && SSL_has_pending(ssl_) == 0) break;
         continue;
       }
       const int err = SSL_get_error(ssl_, r);
@@ -159,8 +174,38 @@ class TlsTransport final : public StreamTransport {
     return total;
   }
 
+  // The records of one call are gathered and sent with one system call; what
+  // the socket does not take waits in the BIO (has_buffered_output) and goes
+  // first on the next call, before anything new is encrypted.
   std::size_t write_some(std::span<const asio::const_buffer> buffers, boost::system::error_code& ec) override {
     blocked_ = Wait::none;
+    if (bio_->pending_output() > 0 && !bio_->flush(ec)) {
+      if (!ec) {
+        blocked_ = Wait::write;
+        ec = asio::error::would_block;
+      }
+      return 0;
+    }
+    bio_->gather(true);
+    const std::size_t total = encrypt(buffers, ec);
+    bio_->gather(false);
+    boost::system::error_code send_error;
+    if (!bio_->flush(send_error)) {
+      if (send_error) {
+        if (total == 0 && !ec) ec = send_error;  // after some bytes, the next call meets the error again
+      } else {
+        blocked_ = Wait::write;
+        if (total == 0 && !ec) ec = asio::error::would_block;
+      }
+    }
+    return total;
+  }
+
+  bool has_buffered_output() const override { return bio_ && bio_->pending_output() > 0; }
+
+ private:
+  // SSL_write of every buffer into the gathering BIO (which takes everything).
+  std::size_t encrypt(std::span<const asio::const_buffer> buffers, boost::system::error_code& ec) {
     std::size_t total = 0;
     for (const asio::const_buffer& b : buffers) {
       const auto* p = static_cast<const unsigned char*>(b.data());
@@ -188,6 +233,8 @@ class TlsTransport final : public StreamTransport {
     return total;
   }
 
+
+ public:
   Wait blocked_on() const override { return blocked_; }
   // With read-ahead OpenSSL may hold more than one record: SSL_has_pending
   // counts what is not yet decrypted too.
@@ -206,6 +253,7 @@ class TlsTransport final : public StreamTransport {
   static int chunk(std::size_t n) noexcept { return static_cast<int>(std::min<std::size_t>(n, INT_MAX / 2)); }
 
   SSL* ssl_;
+  std::optional<detail::TlsSocketBio> bio_;  // made by attach(), owned here, used by ssl_'s BIO
   Wait blocked_ = Wait::none;
   std::optional<boost::system::error_code> end_;
 };

@@ -1,0 +1,95 @@
+#include "tls_socket_bio.hpp"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <stdexcept>
+
+namespace volley::net::detail {
+
+namespace {
+
+bool would_block(int e) noexcept { return e == EAGAIN || e == EWOULDBLOCK || e == EINTR; }
+
+// OpenSSL hands out BIO type indexes from a small process-wide range, so the
+// method table is made once and shared by every connection; it holds only
+// function pointers and is never changed after it is made.
+const BIO_METHOD* socket_bio_method(int (*write)(BIO*, const char*, int), int (*read)(BIO*, char*, int),
+                                    long (*ctrl)(BIO*, int, long, void*)) {
+  static const BIO_METHOD* const method = [&] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "volley TLS socket");
+    if (m == nullptr || BIO_meth_set_write(m, write) != 1 || BIO_meth_set_read(m, read) != 1 ||
+        BIO_meth_set_ctrl(m, ctrl) != 1 || BIO_meth_set_create(m, [](BIO* b) {
+          BIO_set_init(b, 1);
+          return 1;
+        }) != 1)
+      throw std::runtime_error("TLS: cannot make the socket BIO method");
+    return m;
+  }();
+  return method;
+}
+
+}  // namespace
+
+BIO* TlsSocketBio::make_bio() {
+  BIO* bio = BIO_new(socket_bio_method(&on_write, &on_read, &on_ctrl));
+  if (bio == nullptr) throw std::runtime_error("TLS: BIO_new failed");
+  BIO_set_data(bio, this);
+  return bio;
+}
+
+int TlsSocketBio::on_write(BIO* bio, const char* data, int size) {
+  auto* self = static_cast<TlsSocketBio*>(BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  if (size <= 0) return 0;
+  if (self->gathering_ || self->pending_output() > 0) {
+    self->out_.insert(self->out_.end(), data, data + size);
+    return size;
+  }
+  const ssize_t n = ::send(self->fd_, data, static_cast<std::size_t>(size), MSG_NOSIGNAL);
+  if (n >= 0) return static_cast<int>(n);
+  if (would_block(errno)) BIO_set_retry_write(bio);
+  return -1;
+}
+
+int TlsSocketBio::on_read(BIO* bio, char* data, int size) {
+  auto* self = static_cast<TlsSocketBio*>(BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  if (size <= 0) return 0;
+  const ssize_t n = ::recv(self->fd_, data, static_cast<std::size_t>(size), 0);
+  if (n >= 0) {
+    self->drained_ = n < size;
+    return static_cast<int>(n);
+  }
+  self->drained_ = false;
+  if (would_block(errno)) BIO_set_retry_read(bio);
+  return -1;
+}
+
+long TlsSocketBio::on_ctrl(BIO* bio, int command, long /*number*/, void* /*pointer*/) {
+  auto* self = static_cast<TlsSocketBio*>(BIO_get_data(bio));
+  switch (command) {
+    case BIO_CTRL_FLUSH: return 1;  // a batch is sent by flush(); a direct write is sent already
+    case BIO_CTRL_WPENDING: return static_cast<long>(self->pending_output());
+    case BIO_CTRL_PENDING: return 0;
+    default: return 0;
+  }
+}
+
+bool TlsSocketBio::flush(boost::system::error_code& ec) {
+  while (pending_output() > 0) {
+    const ssize_t n = ::send(fd_, out_.data() + out_sent_, pending_output(), MSG_NOSIGNAL);
+    if (n < 0) {
+      if (!would_block(errno)) ec = {errno, boost::system::system_category()};
+      return false;
+    }
+    out_sent_ += static_cast<std::size_t>(n);
+  }
+  out_.clear();
+  out_sent_ = 0;
+  // A batch of a few records is the usual case; a rare huge one is not kept.
+  if (out_.capacity() > kKeptCapacity) std::vector<char>().swap(out_);
+  return true;
+}
+
+}  // namespace volley::net::detail

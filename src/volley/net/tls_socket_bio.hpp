@@ -1,0 +1,52 @@
+#pragma once
+// The BIO between OpenSSL and a TLS connection's socket. Two things OpenSSL's
+// own socket BIO cannot do, each worth a system call per record:
+//  - Gathered output: while gathering, the records OpenSSL writes are kept and
+//    sent with one send() per batch instead of one write() per 16 KiB record.
+//    Outside a batch (handshake, alerts, close_notify) writes go straight to
+//    the socket, as with the socket BIO, unless gathered bytes still wait:
+//    then they queue behind them, to keep the order.
+//  - Knowing the socket is drained: a receive that came back short says so,
+//    so the reader stops without one more receive that would say EAGAIN.
+#include <openssl/bio.h>
+
+#include <cstddef>
+#include <vector>
+
+#include <boost/system/error_code.hpp>
+
+namespace volley::net::detail {
+
+class TlsSocketBio {
+ public:
+  explicit TlsSocketBio(int fd) : fd_(fd) {}
+  TlsSocketBio(const TlsSocketBio&) = delete;
+  TlsSocketBio& operator=(const TlsSocketBio&) = delete;
+
+  // A new BIO on this object (which must outlive it), for SSL_set_bio.
+  BIO* make_bio();
+
+  // Records written while gathering are kept for flush().
+  void gather(bool on) noexcept { gathering_ = on; }
+  // Sends what was kept, as far as the socket takes it: true when nothing is
+  // left; `ec` set on a socket error (would_block is not one).
+  bool flush(boost::system::error_code& ec);
+  std::size_t pending_output() const noexcept { return out_.size() - out_sent_; }
+  // The last receive came back shorter than asked: the socket had no more.
+  bool drained() const noexcept { return drained_; }
+
+ private:
+  static int on_write(BIO* bio, const char* data, int size);
+  static int on_read(BIO* bio, char* data, int size);
+  static long on_ctrl(BIO* bio, int command, long number, void* pointer);
+
+  static constexpr std::size_t kKeptCapacity = 1 << 20;
+
+  int fd_;
+  bool gathering_ = false;
+  bool drained_ = false;
+  std::vector<char> out_;
+  std::size_t out_sent_ = 0;
+};
+
+}  // namespace volley::net::detail
