@@ -160,3 +160,26 @@ TEST(Cli, ArqSimIsDeterministicAndDeliversEverything) {
     EXPECT_EQ(u64(o.at("delay").at("count")), u64(o.at("count")));
   }
 }
+
+TEST(Cli, SessionLoadDescribesItsFlagsAndRefusesBadOnes) {
+  const Result help = run({"volley", "session-load", "--help"});
+  EXPECT_EQ(help.code, 0);
+  for (const char* flag : {"--connections", "--seconds", "--rate", "--heartbeat-ms", "--framing", "--tls", "--json"})
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+  const Result no_heartbeats = run({"volley", "session-load", "--heartbeat-ms", "0"});
+  EXPECT_EQ(no_heartbeats.code, 2);
+  EXPECT_NE(no_heartbeats.err.find("--heartbeat-ms must be above 0"), std::string::npos) << no_heartbeats.err;
+  EXPECT_NE(run({"volley", "session-load", "--connections", "0"}).code, 0);
+  EXPECT_NE(run({"volley", "session-load", "--rate", "-1"}).code, 0);
+  // Nobody listening: says so and exits 1 (the port of a target that has stopped).
+  TempDir dir;
+  int free_port = 0;
+  {
+    RunningTarget t(dir, {"--threads", "1"});
+    free_port = t.port();
+    t.stop();
+  }
+  const Result nobody = run({"volley", "session-load", "-p", std::to_string(free_port), "-c", "3", "-z", "1"});
+  EXPECT_EQ(nobody.code, 1);
+  EXPECT_NE(nobody.err.find("cannot connect"), std::string::npos) << nobody.err;
+}

@@ -391,6 +391,46 @@ TEST(Session, WrittenReportsCountTheCallersBytesNotTheHeartbeats) {
   connection->abort({});
 }
 
+// Each heartbeat that arrives is told to the events (for liveness monitors),
+// once, and never as a message.
+TEST(Session, EveryHeartbeatReceivedIsToldToTheEvents) {
+  struct Counting : net::SessionEvents {
+    std::atomic<std::uint64_t> heartbeats{0}, messages{0};
+    std::atomic<std::uint64_t> counted_by_session{0};
+    void on_message(net::Session&, std::span<const std::byte>) override { ++messages; }
+    void on_heartbeat(net::Session& s) override {
+      ++heartbeats;
+      counted_by_session = s.stats().heartbeats_in;
+    }
+  };
+  net::SessionOptions options;
+  options.heartbeat_interval = 20ms;
+  options.heartbeat_misses = 50;
+  Counting server_events;
+  net::Server server({.bind = "127.0.0.1", .port = 0, .threads = 1, .handle_signals = false});
+  server.listen([&](std::size_t) -> std::unique_ptr<net::StreamHandler> {
+    return std::make_unique<net::Session>(net::make_checked_codec(1024), options, server_events);
+  });
+  const auto port = server.port();
+  ServerThread running(server);
+  asio::io_context loop;
+  boost::system::error_code ec;
+  auto socket = net::connect_tcp(loop, "127.0.0.1", port, 2s, ec);
+  ASSERT_FALSE(ec);
+  Counting client_events;
+  auto owned = std::make_unique<net::Session>(net::make_checked_codec(1024), options, client_events);
+  net::Session& s = *owned;
+  auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(owned));
+  connection->start();
+  ASSERT_TRUE(run_until(loop, [&] { return client_events.heartbeats >= 5 && server_events.heartbeats >= 5; }, 5s));
+  EXPECT_EQ(client_events.heartbeats.load(), s.stats().heartbeats_in);
+  EXPECT_EQ(client_events.counted_by_session.load(), client_events.heartbeats.load());
+  EXPECT_EQ(server_events.counted_by_session.load(), server_events.heartbeats.load());
+  EXPECT_EQ(client_events.messages.load() + server_events.messages.load(), 0u);
+  connection->close({net::CloseReason::Kind::local_close, {}});
+  run_until(loop, [&] { return connection->closed(); }, 5s);
+}
+
 TEST(Session, SlowConsumerIsDisconnected) {
   SilentPeer reader(64 * 1024);
   asio::io_context loop;

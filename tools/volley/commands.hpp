@@ -21,6 +21,7 @@ Runner add_pingpong_server_command(CLI::App& app);
 Runner add_pingpong_command(CLI::App& app);
 Runner add_echo_server_command(CLI::App& app);
 Runner add_echo_client_command(CLI::App& app);
+Runner add_session_load_command(CLI::App& app);
 // `volley gen` and the `traffic_generator` executable share this.
 Runner add_gen_options(CLI::App& app);
 

@@ -17,6 +17,7 @@
 #include "echo_client_stream.hpp"
 #include "echo_client_udp.hpp"
 #include "echo_common.hpp"
+#include "file_limit.hpp"
 #include "json_output.hpp"
 
 namespace volley::tools {

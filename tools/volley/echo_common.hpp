@@ -1,6 +1,5 @@
 #pragma once
 // What `volley echo-server` and `volley echo-client` share.
-#include <sys/resource.h>
 
 #include <chrono>
 #include <cstddef>
@@ -40,14 +39,5 @@ struct EchoServerTotals {
   std::uint64_t errors = 0;
   std::uint64_t handshake_failures = 0;
 };
-
-// Thousands of connections need more descriptors than the usual soft limit of 1024.
-inline void raise_file_limit() {
-  rlimit r{};
-  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
-    r.rlim_cur = r.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &r);
-  }
-}
 
 }  // namespace volley::tools

@@ -19,6 +19,7 @@
 
 #include "commands.hpp"
 #include "echo_common.hpp"
+#include "file_limit.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
 #include "progress_timer.hpp"

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   volley::tools::Runner run_pingpong = volley::tools::add_pingpong_command(app);
   volley::tools::Runner run_echo_server = volley::tools::add_echo_server_command(app);
   volley::tools::Runner run_echo_client = volley::tools::add_echo_client_command(app);
+  volley::tools::Runner run_session_load = volley::tools::add_session_load_command(app);
 
   CLI11_PARSE(app, argc, argv);
   // Logs go to stderr: stdout carries the reports, JSON included.
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("pingpong")) return run_pingpong();
     if (app.got_subcommand("echo-server")) return run_echo_server();
     if (app.got_subcommand("echo-client")) return run_echo_client();
+    if (app.got_subcommand("session-load")) return run_session_load();
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return 1;

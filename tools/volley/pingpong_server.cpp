@@ -14,6 +14,7 @@
 #include <volley/net/session.hpp>
 
 #include "commands.hpp"
+#include "file_limit.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
 #include "progress_timer.hpp"
@@ -96,6 +97,7 @@ class EchoEvents final : public net::SessionEvents {
 };
 
 int run_server(const ServerOptions& o) {
+  raise_file_limit();  // a session load test holds thousands
   net::ServerOptions server_opts = server_options(o.listen, o.threads, o.busy_poll);
   apply_tls(server_opts, o.tls);
   net::Server server(server_opts);

@@ -80,6 +80,8 @@ class SessionEvents {
   virtual void on_open(Session& /*session*/) {}
   // The payload is valid only during the call.
   virtual void on_message(Session& session, std::span<const std::byte> payload) = 0;
+  // The peer's heartbeat arrived (counted, never a message): for monitors of liveness.
+  virtual void on_heartbeat(Session& /*session*/) {}
   // A bad frame was counted; `closing` says whether the policy closes the
   // session. `frame`: its bytes where the framing can delimit them (Inbound::payload).
   virtual void on_protocol_error(Session& /*session*/, const std::error_code& /*error*/,

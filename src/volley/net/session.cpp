@@ -124,7 +124,10 @@ void Session::decode_buffered() {
         policy_.message_received();
         events_->on_message(*this, in.payload);
         break;
-      case Inbound::Kind::heartbeat: ++stats_.heartbeats_in; break;
+      case Inbound::Kind::heartbeat:
+        ++stats_.heartbeats_in;
+        events_->on_heartbeat(*this);
+        break;
       case Inbound::Kind::rejected:
       case Inbound::Kind::failed: {
         ++stats_.protocol_errors;
