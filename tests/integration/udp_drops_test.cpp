@@ -44,3 +44,29 @@ TEST(UdpReceiveDrops, CountsWhatAFullReceiveBufferLostAndOnlyForUdpSockets) {
   ::close(fds[1]);
   EXPECT_FALSE(volley::net::udp_receive_drops(-1).has_value());
 }
+
+// The table read once answers for every socket as the single reads do.
+TEST(UdpReceiveDrops, OneTableReadAnswersForManySockets) {
+  asio::io_context loop;
+  std::vector<udp::socket> sinks;
+  for (int i = 0; i < 3; ++i) {
+    sinks.emplace_back(loop, udp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    sinks.back().set_option(asio::socket_base::receive_buffer_size(64 * 1024));
+  }
+  udp::socket source(loop, udp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  const std::vector<std::byte> datagram(1000, std::byte{1});
+  for (std::size_t s = 0; s < sinks.size(); ++s)  // 0, 1000 and 2000 datagrams: none, then some lost
+    for (std::size_t i = 0; i < s * 1000; ++i) source.send_to(asio::buffer(datagram), sinks[s].local_endpoint());
+  const auto table = volley::net::UdpDropTable::read();
+  for (auto& sink : sinks) {
+    const auto single = volley::net::udp_receive_drops(sink.native_handle());
+    ASSERT_TRUE(single.has_value());
+    EXPECT_EQ(table.drops_of(sink.native_handle()), single);
+  }
+  EXPECT_EQ(table.drops_of(sinks[0].native_handle()), std::optional<std::uint64_t>(0));
+  EXPECT_GT(table.drops_of(sinks[2].native_handle()).value_or(0), 0u);
+  asio::ip::tcp::acceptor tcp(loop, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  EXPECT_FALSE(table.drops_of(tcp.native_handle()).has_value());
+  udp::socket later(loop, udp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  EXPECT_FALSE(table.drops_of(later.native_handle()).has_value()) << "opened after the read: not in the table";
+}

@@ -25,6 +25,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 
+#include <volley/net/udp_drops.hpp>
+
 namespace volley::net {
 
 // recvmmsg slots: `batch` buffers of `max_datagram` bytes with their address
@@ -95,8 +97,10 @@ class UdpEndpoint {
   // Starts receiving. Handlers may send and may stop() this endpoint, but must
   // not destroy it.
   void start(DatagramHandler on_datagram, BatchHandler after_batch = {});
-  // Closes the socket after sending what is queued. Idempotent.
+  // Closes the socket after sending what is queued. Idempotent. The drop
+  // count is read first (from `drops` when many sockets stop at once).
   void stop();
+  void stop(const UdpDropTable& drops);
 
   // Queue a datagram to `to`, or to the connected peer.
   void send(std::span<const std::byte> datagram, const Endpoint& to);
@@ -118,6 +122,8 @@ class UdpEndpoint {
   // Datagrams the kernel dropped on this socket, its receive buffer full (read
   // from /proc while open, kept from stop(): for reports, not per datagram).
   std::uint64_t kernel_drops();
+  // The same from a table read once for many sockets (UdpDropTable::read()).
+  std::uint64_t kernel_drops(const UdpDropTable& table);
 
  private:
   struct Pending {
@@ -128,6 +134,7 @@ class UdpEndpoint {
   };
   struct SendHeaders;  // sendmmsg's headers, kept between flushes
   void apply(const UdpEndpointOptions& options);
+  void close_after_flush();
   std::span<std::byte> queue(std::size_t size, const Endpoint* to);
   void schedule_flush();
   std::size_t build_messages(std::size_t first);

@@ -80,8 +80,8 @@ class UdpRelay {
 
   Session* session_of(std::uint64_t tag);
   std::optional<std::uint64_t> session_for(const boost::asio::ip::udp::endpoint& client);
-  void forget(std::size_t slot);
-  void close_counting(net::UdpEndpoint& endpoint);
+  void forget(std::size_t slot, const net::UdpDropTable& drops);
+  void close_counting(net::UdpEndpoint& endpoint, const net::UdpDropTable& drops);
   void expire_idle();
   void arm_sweep();
   void record_departure(bool up, const Departure& d);

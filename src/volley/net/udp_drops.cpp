@@ -9,10 +9,17 @@
 
 namespace volley::net {
 
-std::optional<std::uint64_t> udp_receive_drops(int fd) {
+namespace {
+
+std::optional<std::uint64_t> inode_of(int fd) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return std::nullopt;
-  const std::string inode = std::to_string(st.st_ino);
+  return static_cast<std::uint64_t>(st.st_ino);
+}
+
+// Calls found(inode, drops) for each socket line of the UDP tables until it returns true.
+template <class Found>
+void scan_udp_tables(Found found) {
   for (const char* table : {"/proc/self/net/udp", "/proc/self/net/udp6"}) {
     std::ifstream in(table);
     std::string line;
@@ -23,13 +30,44 @@ std::optional<std::uint64_t> udp_receive_drops(int fd) {
       std::string field[13];
       int n = 0;
       while (n < 13 && fields >> field[n]) ++n;
-      std::uint64_t drops = 0;
-      if (n == 13 && field[9] == inode &&
-          std::from_chars(field[12].data(), field[12].data() + field[12].size(), drops).ec == std::errc{})
-        return drops;
+      std::uint64_t inode = 0, drops = 0;
+      if (n == 13 && std::from_chars(field[9].data(), field[9].data() + field[9].size(), inode).ec == std::errc{} &&
+          std::from_chars(field[12].data(), field[12].data() + field[12].size(), drops).ec == std::errc{} &&
+          found(inode, drops))
+        return;
     }
   }
-  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> udp_receive_drops(int fd) {
+  const auto inode = inode_of(fd);
+  if (!inode) return std::nullopt;
+  std::optional<std::uint64_t> result;
+  scan_udp_tables([&](std::uint64_t i, std::uint64_t drops) {
+    if (i != *inode) return false;
+    result = drops;
+    return true;
+  });
+  return result;
+}
+
+UdpDropTable UdpDropTable::read() {
+  UdpDropTable t;
+  scan_udp_tables([&](std::uint64_t inode, std::uint64_t drops) {
+    t.by_inode_.emplace(inode, drops);
+    return false;
+  });
+  return t;
+}
+
+std::optional<std::uint64_t> UdpDropTable::drops_of(int fd) const {
+  const auto inode = inode_of(fd);
+  if (!inode) return std::nullopt;
+  const auto it = by_inode_.find(*inode);
+  if (it == by_inode_.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace volley::net

@@ -121,8 +121,18 @@ void UdpEndpoint::start(DatagramHandler on_datagram, BatchHandler after_batch) {
 
 void UdpEndpoint::stop() {
   if (stopped_) return;
-  flush();
   kernel_drops();  // the last count, before the socket goes
+  close_after_flush();
+}
+
+void UdpEndpoint::stop(const UdpDropTable& drops) {
+  if (stopped_) return;
+  kernel_drops(drops);
+  close_after_flush();
+}
+
+void UdpEndpoint::close_after_flush() {
+  flush();
   stopped_ = true;
   boost::system::error_code ignored;
   socket_.close(ignored);
@@ -130,6 +140,11 @@ void UdpEndpoint::stop() {
 
 std::uint64_t UdpEndpoint::kernel_drops() {
   if (socket_.is_open()) kernel_drops_ = udp_receive_drops(socket_.native_handle()).value_or(kernel_drops_);
+  return kernel_drops_;
+}
+
+std::uint64_t UdpEndpoint::kernel_drops(const UdpDropTable& table) {
+  if (socket_.is_open()) kernel_drops_ = table.drops_of(socket_.native_handle()).value_or(kernel_drops_);
   return kernel_drops_;
 }
 

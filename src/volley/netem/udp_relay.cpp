@@ -101,9 +101,10 @@ void UdpRelay::stop() {
   stopped_ = true;
   core_.stop();
   sweep_.cancel();
-  listen_.stop();
+  const net::UdpDropTable drops = net::UdpDropTable::read();  // the last counts, one read for every socket
+  listen_.stop(drops);
   for (auto& s : slots_)
-    if (s->upstream) s->upstream->stop();
+    if (s->upstream) s->upstream->stop(drops);
 }
 
 namespace {
@@ -120,8 +121,8 @@ void add_to(net::UdpEndpointStats& sum, const net::UdpEndpointStats& s) {
 }
 }  // namespace
 
-void UdpRelay::close_counting(net::UdpEndpoint& endpoint) {
-  endpoint.stop();  // what is queued leaves first; the drop count is kept
+void UdpRelay::close_counting(net::UdpEndpoint& endpoint, const net::UdpDropTable& drops) {
+  endpoint.stop(drops);  // what is queued leaves first; the drop count is kept
   closed_socket_drops_ += endpoint.kernel_drops();
   add_to(closed_totals_, endpoint.stats());
 }
@@ -140,9 +141,10 @@ RelayErrors UdpRelay::errors() const {
 }
 
 std::uint64_t UdpRelay::kernel_drops() {
-  std::uint64_t n = closed_socket_drops_ + listen_.kernel_drops();
+  const net::UdpDropTable table = net::UdpDropTable::read();  // once for every socket
+  std::uint64_t n = closed_socket_drops_ + listen_.kernel_drops(table);
   for (auto& s : slots_)
-    if (s->live && s->upstream) n += s->upstream->kernel_drops();
+    if (s->live && s->upstream) n += s->upstream->kernel_drops(table);
   return n;
 }
 
@@ -210,9 +212,9 @@ std::optional<std::uint64_t> UdpRelay::session_for(const udp::endpoint& client) 
   return tag;
 }
 
-void UdpRelay::forget(std::size_t slot) {
+void UdpRelay::forget(std::size_t slot, const net::UdpDropTable& drops) {
   Session& s = *slots_[slot];
-  close_counting(*s.upstream);  // the endpoint object goes when the slot is reused
+  close_counting(*s.upstream, drops);  // the endpoint object goes when the slot is reused
   s.live = false;
   s.generation += 1;
   by_client_.erase(s.client);
@@ -224,7 +226,10 @@ void UdpRelay::expire_idle() {
   std::vector<std::size_t> idle;
   for (const auto& [client, slot] : by_client_)
     if (slots_[slot]->last_active < cutoff) idle.push_back(slot);
-  for (const std::size_t slot : idle) forget(slot);
+  if (idle.empty()) return;
+  // Their last drop counts, from one read of the kernel's table for them all.
+  const net::UdpDropTable drops = net::UdpDropTable::read();
+  for (const std::size_t slot : idle) forget(slot, drops);
   counts_.expired += idle.size();
 }
 
