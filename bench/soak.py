@@ -137,7 +137,8 @@ def main():
         "server_kib_after_warmup": warm["server_kib"] if warm else 0, "server_kib_at_end": last["server_kib"] if last else 0,
         "server_growth_kib": growth, "allowed_growth_kib": allowed,
         "sessions_opened": load["sessions_opened"], "sessions_ended_early": load["sessions_ended_early"],
-        "connect_failures": load["connect_failures"], "late_silences": load["late_silences"],
+        "connect_failures": load["connect_failures"], "connect_seconds": load["connect_seconds"],
+        "late_silences": load["late_silences"],
         "silence_ms": load["silence_ms"], "bad_echoes": load["bad_echoes"], "echoes": load["echoes"],
         "server_heartbeat_timeouts": server_report["closes"].get("heartbeat timeout", 0),
     }

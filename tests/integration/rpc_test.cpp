@@ -197,18 +197,24 @@ TEST(Rpc, CoroutinesAwaitCallsAndSequencesWrapAround) {
 #include "child_process.hpp"
 #include "target_fixture.hpp"
 
+// The port an rpc-server wrote to its --port file ("" if it never did within 10 s).
+static std::string wait_for_port_file(const std::string& path) {
+  std::string port;
+  for (int i = 0; i < 1000 && port.empty(); ++i) {
+    port = volley::test::read_file(path);
+    if (port.empty()) std::this_thread::sleep_for(10ms);
+  }
+  if (!port.empty()) port.erase(port.find_last_not_of('\n') + 1);
+  return port;
+}
+
 TEST(RpcTools, ServerAndBenchReportTheSeedLinesAndJson) {
   using namespace volley::test;
   TempDir dir;
   ChildProcess server({bin("volley"), "rpc-server", "--port", "0", "--port-file", dir.file("port"), "--json"},
                       dir.file("server"));
-  std::string port;
-  for (int i = 0; i < 1000 && port.empty(); ++i) {
-    port = read_file(dir.file("port"));
-    if (port.empty()) std::this_thread::sleep_for(10ms);
-  }
+  const std::string port = wait_for_port_file(dir.file("port"));
   ASSERT_FALSE(port.empty());
-  port.erase(port.find_last_not_of('\n') + 1);
   ChildProcess text({bin("volley"), "rpc-bench", "--port", port, "--seconds", "0.5", "--in-flight", "8",
                      "--string-length", "100000"},
                     dir.file("text"));
@@ -229,4 +235,54 @@ TEST(RpcTools, ServerAndBenchReportTheSeedLinesAndJson) {
   ChildProcess refused({bin("volley"), "rpc-bench", "--port", port, "--seconds", "0.2"}, dir.file("refused"));
   EXPECT_EQ(refused.wait_for(20s).value_or(-1), 1);
   EXPECT_NE(refused.stdout_text().find("cannot connect"), std::string::npos) << refused.stdout_text();
+}
+
+#include <volley/wire/byte_order.hpp>
+
+#include "raw_client.hpp"
+
+// What a client does wrong is answered and counted in the server's report:
+// an unknown id and an undecodable body get error replies (the session goes
+// on), a size over the maximum closes the session after the replies before it.
+TEST(RpcTools, TheServerCountsErrorRepliesProtocolErrorsAndHowSessionsEnded) {
+  using namespace volley::test;
+  TempDir dir;
+  ChildProcess server({bin("volley"), "rpc-server", "--bind", "127.0.0.1", "--port", "0", "--port-file",
+                       dir.file("port"), "--json"},
+                      dir.file("server"));
+  const std::string port = wait_for_port_file(dir.file("port"));
+  ASSERT_FALSE(port.empty());
+  const auto frame = [](std::uint32_t sequence, std::uint32_t id, std::vector<std::byte> body) {
+    std::vector<std::byte> f(rpc::kHeaderSize);
+    rpc::write_header(f.data(), sequence, static_cast<std::uint32_t>(body.size()), id);
+    f.insert(f.end(), body.begin(), body.end());
+    return f;
+  };
+  {
+    RawClient c(std::stoi(port));
+    c.send(frame(1, 77, {}));                      // no handler for id 77
+    c.send(frame(2, 1, {std::byte{1}}));           // Ping needs 8 bytes: does not decode
+    auto oversize = frame(3, 1, {});
+    volley::wire::store_u32_be(oversize.data() + 4, 0x7FFFFFFF);  // a size over the 1 MiB maximum
+    c.send(oversize);
+    // Both error replies arrive, then the end of the session.
+    const auto replies = c.read(1 << 16);  // up to the close
+    std::vector<std::uint32_t> sequences;
+    for (std::size_t at = 0; at + rpc::kHeaderSize <= replies.size();) {
+      sequences.push_back(volley::wire::load_u32_be(replies.data() + at));
+      EXPECT_EQ(volley::wire::load_u32_be(replies.data() + at + 8), rpc::kErrorMessageId);
+      at += rpc::kHeaderSize + volley::wire::load_u32_be(replies.data() + at + 4);
+    }
+    EXPECT_EQ(sequences, (std::vector<std::uint32_t>{1, 2}));
+    EXPECT_TRUE(c.peer_closed());
+  }
+  server.send_signal(SIGTERM);
+  ASSERT_EQ(server.wait_for(20s).value_or(-1), 0) << server.stderr_text();
+  const auto report = boost::json::parse(report_text(server.stdout_text())).as_object();
+  EXPECT_EQ(u64(report.at("sessions")), 1u);
+  EXPECT_EQ(u64(report.at("requests")), 2u);
+  EXPECT_EQ(u64(report.at("error_replies")), 2u);
+  EXPECT_EQ(u64(report.at("calls")), 0u);
+  EXPECT_EQ(u64(report.at("protocol_errors")), 1u);
+  EXPECT_EQ(u64(report.at("closes").at("protocol error")), 1u);
 }

@@ -56,9 +56,12 @@ int run_server(const RpcOptions& o) {
   net::ServerOptions server_opts = server_options(o.listen, o.threads);
   apply_tls(server_opts, o.server_tls);
   net::Server server(server_opts);
+  std::vector<rpc::RpcServerStats> stats(server.threads());  // one per worker loop
   try {
     const net::SessionOptions session_options = o.session.options();
-    server.listen([&rpc, session_options](std::size_t) { return rpc.make_session(session_options); });
+    server.listen([&rpc, &stats, session_options](std::size_t worker) {
+      return rpc.make_session(session_options, rpc::kDefaultMaxBody, &stats[worker]);
+    });
   } catch (const std::exception& e) {
     fmt::print(stderr, "volley rpc-server: cannot listen on {}:{}: {}\n", o.listen.bind, o.listen.port, e.what());
     return 1;
@@ -70,10 +73,38 @@ int run_server(const RpcOptions& o) {
                  server.port(), o.server_tls.tls ? "TLS, " : "", server.threads());
   });
   server.run();
+  rpc::RpcServerStats sum;
+  for (const auto& s : stats) {
+    sum.sessions += s.sessions;
+    sum.requests += s.requests;
+    sum.error_replies += s.error_replies;
+    sum.traffic += s.traffic;
+    for (std::size_t k = 0; k < net::CloseReason::kKinds; ++k) sum.closes[k] += s.closes[k];
+  }
+  boost::json::object closes;
+  for (std::size_t k = 0; k < net::CloseReason::kKinds; ++k)
+    closes[net::to_string(static_cast<net::CloseReason::Kind>(k))] = sum.closes[k];
   if (o.json) {
-    fmt::print("{}\n", to_json_text(boost::json::object{{"tool", "volley rpc-server"}, {"calls", served.load()}, {"refused_connections", server.refused_connections()}, {"over_limit_connections", server.over_limit_connections()}, {"handshake_failures", server.handshake_failures()}, {"aborted_at_shutdown", server.aborted_at_shutdown()}}));
+    fmt::print("{}\n", to_json_text(boost::json::object{
+                           {"tool", "volley rpc-server"},
+                           {"calls", served.load()},
+                           {"sessions", sum.sessions},
+                           {"requests", sum.requests},
+                           {"error_replies", sum.error_replies},
+                           {"protocol_errors", sum.traffic.protocol_errors},
+                           {"heartbeats_in", sum.traffic.heartbeats_in},
+                           {"heartbeats_out", sum.traffic.heartbeats_out},
+                           {"high_water_events", sum.traffic.high_water_events},
+                           {"closes", closes},
+                           {"refused_connections", server.refused_connections()},
+                           {"over_limit_connections", server.over_limit_connections()},
+                           {"handshake_failures", server.handshake_failures()},
+                           {"aborted_at_shutdown", server.aborted_at_shutdown()}}));
   } else {
-    fmt::print("volley rpc-server: {} calls answered\n", served.load());
+    fmt::print("volley rpc-server: {} calls answered; {} sessions, {} requests, {} error replies, {} protocol errors, "
+               "{} closed silent (heartbeat timeout)\n",
+               served.load(), sum.sessions, sum.requests, sum.error_replies, sum.traffic.protocol_errors,
+               sum.closes[static_cast<std::size_t>(net::CloseReason::Kind::heartbeat_timeout)]);
   }
   return 0;
 }

@@ -32,6 +32,7 @@ struct CloseReason {
     slow_consumer,
     handshake_failed,  // the transport's handshake failed or missed its deadline
   };
+  static constexpr std::size_t kKinds = static_cast<std::size_t>(Kind::handshake_failed) + 1;
   Kind kind = Kind::local_close;
   std::string detail;
   // Bytes accepted for sending that never reached the kernel (set when the connection finishes).

@@ -19,6 +19,16 @@
 
 namespace volley::rpc {
 
+// What the sessions of one worker loop saw, written only by that loop (give
+// each loop its own and sum them after the loops have stopped).
+struct RpcServerStats {
+  std::uint64_t sessions = 0;
+  std::uint64_t requests = 0;
+  std::uint64_t error_replies = 0;  // unknown id, undecodable request, handler failure, reply too large
+  net::SessionStats traffic;        // the sessions' own counts, added as each closes
+  std::uint64_t closes[net::CloseReason::kKinds] = {};
+};
+
 class RpcServer {
  public:
   template <class Request, class Reply, class F>
@@ -42,14 +52,17 @@ class RpcServer {
   // liveness check, idle timeout, protocol-error policy, and backpressure: while
   // the replies queued for a client are over high water, its requests are not
   // read (none is dropped). A reply over `max_body` becomes an error reply.
+  // With `stats`, the session counts into it (it must outlive the session).
   std::unique_ptr<net::StreamHandler> make_session(const net::SessionOptions& options,
-                                                   std::size_t max_body = kDefaultMaxBody) const;
+                                                   std::size_t max_body = kDefaultMaxBody,
+                                                   RpcServerStats* stats = nullptr) const;
 
   struct BadRequest {
     std::string reason;
   };
-  // Writes the reply frame (header included) for one request into `out`.
-  void answer(std::uint32_t sequence, std::uint32_t message_id, std::span<const std::byte> body,
+  // Writes the reply frame (header included) for one request into `out`;
+  // false when that is an error reply.
+  bool answer(std::uint32_t sequence, std::uint32_t message_id, std::span<const std::byte> body,
               std::vector<std::byte>& out) const;
 
  private:

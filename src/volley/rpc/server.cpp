@@ -14,17 +14,18 @@ void make_error_frame(std::uint32_t sequence, ErrorCode code, const std::string&
   write_header(out.data(), sequence, static_cast<std::uint32_t>(out.size() - kHeaderSize), kErrorMessageId);
 }
 
-void RpcServer::answer(std::uint32_t sequence, std::uint32_t message_id, std::span<const std::byte> body,
+bool RpcServer::answer(std::uint32_t sequence, std::uint32_t message_id, std::span<const std::byte> body,
                        std::vector<std::byte>& out) const {
   const auto it = handlers_.find(message_id);
   if (it == handlers_.end()) {
     make_error_frame(sequence, ErrorCode::unknown_message_id, "no handler for message id " + std::to_string(message_id),
                      out);
-    return;
+    return false;
   }
   try {
     const std::uint32_t reply_id = it->second(body, out);
     write_header(out.data(), sequence, static_cast<std::uint32_t>(out.size() - kHeaderSize), reply_id);
+    return true;
   } catch (const BadRequest& e) {
     make_error_frame(sequence, ErrorCode::bad_request, "request does not decode: " + e.reason, out);
   } catch (const std::exception& e) {
@@ -32,6 +33,7 @@ void RpcServer::answer(std::uint32_t sequence, std::uint32_t message_id, std::sp
   } catch (...) {
     make_error_frame(sequence, ErrorCode::handler_failed, "handler failed", out);
   }
+  return false;
 }
 
 namespace {
@@ -72,15 +74,20 @@ class ServerStream final : public net::StreamHandler {
 // Requests arrive as whole frames (header first) from the session's RPC codec.
 class ServerSessionEvents final : public net::SessionEvents {
  public:
-  explicit ServerSessionEvents(const RpcServer& server) : server_(server) {}
+  ServerSessionEvents(const RpcServer& server, RpcServerStats* stats)
+      : server_(server), stats_(stats != nullptr ? *stats : own_) {
+    ++stats_.sessions;
+  }
 
   void on_message(net::Session& s, std::span<const std::byte> frame) override {
     const std::uint32_t sequence = wire::load_u32_be(frame.data());
     const std::uint32_t message_id = wire::load_u32_be(frame.data() + 8);
-    server_.answer(sequence, message_id, frame.subspan(kHeaderSize), reply_);
+    ++stats_.requests;
+    if (!server_.answer(sequence, message_id, frame.subspan(kHeaderSize), reply_)) ++stats_.error_replies;
     if (s.send(reply_) == net::SendResult::invalid) {
       // Too large to frame: the caller hears why instead of waiting for its timeout.
       make_error_frame(sequence, ErrorCode::handler_failed, "reply over the maximum body size", reply_);
+      ++stats_.error_replies;
       s.send(reply_);
     }
     // The reply was queued; while the queue is over high water, read no more
@@ -99,8 +106,15 @@ class ServerSessionEvents final : public net::SessionEvents {
                  closing ? "closing" : "frame dropped");
   }
 
+  void on_close(net::Session& s, const net::CloseReason& reason) override {
+    stats_.traffic += s.stats();
+    ++stats_.closes[static_cast<std::size_t>(reason.kind)];
+  }
+
  private:
   const RpcServer& server_;
+  RpcServerStats own_;  // where a session made without stats counts
+  RpcServerStats& stats_;
   std::vector<std::byte> reply_;
 };
 
@@ -110,10 +124,10 @@ std::unique_ptr<net::StreamHandler> RpcServer::make_stream_handler() const {
   return std::make_unique<ServerStream>(*this);
 }
 
-std::unique_ptr<net::StreamHandler> RpcServer::make_session(const net::SessionOptions& options,
-                                                            std::size_t max_body) const {
+std::unique_ptr<net::StreamHandler> RpcServer::make_session(const net::SessionOptions& options, std::size_t max_body,
+                                                            RpcServerStats* stats) const {
   return std::make_unique<net::Session>(make_rpc_codec(max_body), options,
-                                        std::make_unique<ServerSessionEvents>(*this));
+                                        std::make_unique<ServerSessionEvents>(*this, stats));
 }
 
 }  // namespace volley::rpc
