@@ -34,14 +34,16 @@ TEST(Cli, HelpListsEveryCommandAndFlag) {
   EXPECT_EQ(top.code, 0);
   EXPECT_NE(top.out.find("target"), std::string::npos);
   EXPECT_NE(top.out.find("gen"), std::string::npos);
+  EXPECT_NE(top.out.find("session-load"), std::string::npos);
   const Result target = run({"volley", "target", "--help"});
   EXPECT_EQ(target.code, 0);
-  for (const char* flag : {"--port", "--threads", "--handler", "--reply", "--json", "--no-progress", "--port-file"})
+  for (const char* flag : {"--port", "--threads", "--handler", "--reply", "--json", "--no-progress", "--port-file",
+                           "--heartbeat-ms", "--heartbeat-misses"})
     EXPECT_NE(target.out.find(flag), std::string::npos) << flag;
   const Result gen = run({"traffic_generator", "--help"});
   EXPECT_EQ(gen.code, 0);
   for (const char* flag : {"-m", "-t", "--host", "--port", "--connections", "--rate", "--random-payload",
-                           "--allow-invalid", "--json"})
+                           "--allow-invalid", "--json", "--heartbeat-ms"})
     EXPECT_NE(gen.out.find(flag), std::string::npos) << flag;
 }
 
