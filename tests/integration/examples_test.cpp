@@ -1,8 +1,6 @@
 // The examples in examples/ run as a user would run them, and do what their
 // comments say.
-#include <algorithm>
 #include <csignal>
-#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -11,7 +9,6 @@
 
 #include <volley/wire/byte_order.hpp>
 #include <volley/gnb/protocol.hpp>
-#include <volley/wire/checked.hpp>
 
 #include "child_process.hpp"
 #include "listening_server.hpp"
@@ -130,120 +127,4 @@ TEST(Examples, ArqTransferDeliversEverythingInOrder) {
 }
 
 }  // namespace
-}  // namespace volley::test
-
-namespace volley::test {
-namespace {
-
-using namespace std::chrono_literals;
-
-// Checked frames over a raw socket, for the chat room.
-class ChatPeer {
- public:
-  explicit ChatPeer(int port) : socket_(port), decoder_(64 * 1024 + wire::checked::kHeaderSize) {}
-  void say(const std::string& text) {
-    std::vector<std::byte> frame(wire::checked::kHeaderSize + text.size());
-    std::error_code ec;
-    wire::checked::encode(wire::checked::FrameType::message, std::as_bytes(std::span(text)), frame, ec);
-    socket_.send(frame);
-  }
-  // The next message (empty when none came within the socket's 5 s timeout).
-  std::string hear() {
-    for (;;) {
-      const auto r = decoder_.next();
-      if (r.status == wire::checked::DecodeStatus::frame) {
-        if (r.frame.type == wire::checked::FrameType::heartbeat) continue;
-        return std::string(reinterpret_cast<const char*>(r.frame.payload.data()), r.frame.payload.size());
-      }
-      if (r.status == wire::checked::DecodeStatus::rejected) return "<rejected>";
-      if (pending_.empty()) {
-        pending_ = socket_.read_some(256 * 1024);
-        taken_ = 0;
-        if (pending_.empty()) return {};
-      }
-      taken_ += decoder_.feed(std::span(pending_).subspan(taken_));
-      if (taken_ == pending_.size()) pending_.clear();
-    }
-  }
-
- private:
-  RawClient socket_;
-  wire::checked::FrameDecoder decoder_;
-  std::vector<std::byte> pending_;  // read, not yet fed to the decoder
-  std::size_t taken_ = 0;
-};
-
-}  // namespace
-
-// Every message reaches every member once, in each sender's order, across
-// both worker loops, while a member that never reads is left behind.
-TEST(Examples, ChatServerDeliversEveryMessageToEveryMemberWhileOneDoesNotRead) {
-  TempDir dir;
-  ExampleServer server(dir, "chat_server");
-  ASSERT_GT(server.port(), 0);
-  constexpr int kMembers = 3, kMessages = 200;
-  std::vector<std::unique_ptr<ChatPeer>> members;
-  for (int i = 0; i < kMembers; ++i) members.push_back(std::make_unique<ChatPeer>(server.port()));
-  RawClient deaf(server.port());  // joins, never reads
-  // A barrier made of messages: once every member has heard a "sync" all are in the room.
-  std::vector<bool> synced(kMembers, false);
-  for (int round = 0; round < 50 && std::count(synced.begin(), synced.end(), true) < kMembers; ++round) {
-    members[0]->say("sync");
-    for (int i = 0; i < kMembers; ++i)
-      while (!synced[static_cast<std::size_t>(i)]) {
-        const std::string m = members[static_cast<std::size_t>(i)]->hear();
-        if (m.empty()) break;  // this round's sync went out before it joined: the next one will reach it
-        if (m == "sync") synced[static_cast<std::size_t>(i)] = true;
-      }
-  }
-  ASSERT_EQ(std::count(synced.begin(), synced.end(), true), kMembers);
-
-  // 18 MB to each member: more than the kernel's buffers take for the deaf one
-  // (a few MiB each way on loopback) and then its 256 KiB mark in the server.
-  // Each member has one message of its own in flight, as people do: it says
-  // the next once it has heard the last come back, so a member that reads
-  // keeps up, and only the deaf one falls behind.
-  const std::string filler(30000, '.');
-  std::vector<std::vector<std::string>> heard(kMembers);
-  std::vector<std::thread> talkers;
-  for (int i = 0; i < kMembers; ++i)
-    talkers.emplace_back([&, i] {
-      ChatPeer& me = *members[static_cast<std::size_t>(i)];
-      auto& mine = heard[static_cast<std::size_t>(i)];
-      const std::string prefix = std::to_string(i) + ":";
-      for (int k = 0; k <= kMessages; ++k) {
-        if (k < kMessages) me.say(prefix + std::to_string(k) + ":" + filler);
-        // Hear until our own message k came back (after the last: until everything did).
-        for (;;) {
-          if (k == kMessages && mine.size() >= static_cast<std::size_t>(kMembers * kMessages)) return;
-          const std::string m = me.hear();
-          if (m.empty()) return;  // nothing for 5 s: the checks below say what was missing
-          if (m == "sync") continue;
-          mine.push_back(m);
-          if (k < kMessages && m.rfind(prefix + std::to_string(k) + ":", 0) == 0) break;
-        }
-      }
-    });
-  for (auto& t : talkers) t.join();
-
-  for (int i = 0; i < kMembers; ++i) {
-    SCOPED_TRACE("member " + std::to_string(i));
-    const auto& mine = heard[static_cast<std::size_t>(i)];
-    ASSERT_EQ(mine.size(), static_cast<std::size_t>(kMembers * kMessages));
-    std::vector<int> next(kMembers, 0);  // per sender, the number expected next
-    for (const auto& m : mine) {
-      int sender = -1, number = -1;
-      ASSERT_EQ(std::sscanf(m.c_str(), "%d:%d:", &sender, &number), 2) << m.substr(0, 40);
-      ASSERT_TRUE(sender >= 0 && sender < kMembers) << m.substr(0, 40);
-      EXPECT_EQ(number, next[static_cast<std::size_t>(sender)]++) << "from member " << sender;
-    }
-  }
-  deaf.close();  // with what it never read still queued: the server's close is quick, not a flush
-  const auto [code, out] = server.stop();
-  EXPECT_EQ(code, 0);
-  EXPECT_NE(out.find("deliveries dropped for clients that did not keep up"), std::string::npos) << out;
-  EXPECT_EQ(out.find("deliveries dropped for clients that did not keep up 0\n"), std::string::npos)
-      << "the deaf member should have missed messages: " << out;
-}
-
 }  // namespace volley::test
