@@ -11,6 +11,7 @@
 #include <volley/gnb/protocol.hpp>
 
 #include "child_process.hpp"
+#include "example_server.hpp"
 #include "listening_server.hpp"
 #include "raw_client.hpp"
 
@@ -27,33 +28,6 @@ std::pair<int, std::string> run_to_end(const TempDir& dir, std::vector<std::stri
   EXPECT_TRUE(code.has_value()) << name << " did not finish";
   return {code.value_or(-1), p.stdout_text() + p.stderr_text()};
 }
-
-// An example server: waits for its "listening tcp ADDRESS:PORT" line.
-class ExampleServer {
- public:
-  ExampleServer(const TempDir& dir, const std::string& name) : process_({bin(name), "0"}, dir.file(name)) {
-    for (int i = 0; i < 2000 && port_ == 0; ++i) {
-      const std::string text = process_.stdout_text();
-      const auto eol = text.find('\n');
-      if (text.rfind("listening tcp ", 0) == 0 && eol != std::string::npos)
-        port_ = std::stoi(text.substr(text.rfind(':', eol) + 1));
-      else
-        std::this_thread::sleep_for(5ms);
-    }
-    if (port_ == 0) ADD_FAILURE() << name << " did not start: " << process_.stderr_text();
-  }
-  int port() const { return port_; }
-  // SIGINT (Ctrl-C), then its exit code and final output.
-  std::pair<int, std::string> stop() {
-    process_.send_signal(SIGINT);
-    const auto code = process_.wait_for(20s);
-    return {code.value_or(-1), process_.stdout_text()};
-  }
-
- private:
-  ChildProcess process_;
-  int port_ = 0;
-};
 
 TEST(Examples, EchoServerSendsEveryByteBackAndStopsOnCtrlC) {
   TempDir dir;

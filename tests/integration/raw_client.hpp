@@ -49,6 +49,13 @@ class RawClient {
     out.resize(got);
     return out;
   }
+  // What one receive returns (up to `max` bytes; empty at the end, or after 5 s of nothing).
+  std::vector<std::byte> read_some(std::size_t max) const {
+    std::vector<std::byte> out(max);
+    const ssize_t r = ::recv(fd_, out.data(), max, 0);
+    out.resize(r > 0 ? static_cast<std::size_t>(r) : 0);
+    return out;
+  }
   // True when the peer closed the connection (EOF or reset) within 5 s.
   bool peer_closed() const {
     std::byte b;

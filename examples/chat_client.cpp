@@ -1,0 +1,62 @@
+// The chat room's client: each line typed goes to the room as "NAME: line";
+// everything the room says is printed. It stays connected (heartbeats,
+// reconnection with backoff; lines typed while the server is away wait in the
+// outbox). End with Ctrl-D.
+// Usage: chat_client PORT [NAME]   against `chat_server PORT`.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include <volley/net/reconnecting_client.hpp>
+
+namespace net = volley::net;
+using namespace std::chrono_literals;
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s PORT [NAME]\n", argv[0]);
+    return 2;
+  }
+  const std::string name = argc > 2 ? argv[2] : "guest";
+  boost::asio::io_context loop;
+  net::ReconnectingClientOptions options;
+  options.port = static_cast<std::uint16_t>(std::atoi(argv[1]));
+  options.make_codec = [] { return net::make_checked_codec(64 * 1024); };
+  options.session.heartbeat_interval = 5s;
+  net::ReconnectingClient client(
+      loop, options,
+      {.on_connected = [] { std::printf("* joined the room\n"); },
+       .on_disconnected = [](const net::CloseReason& r) { std::printf("* left the room: %s\n", net::to_string(r.kind)); },
+       .on_connect_failed = {},
+       .on_message = [](std::span<const std::byte> message) {
+         std::printf("%.*s\n", static_cast<int>(message.size()), reinterpret_cast<const char*>(message.data()));
+         std::fflush(stdout);
+       }});
+  client.start();
+
+  // Standard input blocks, so it is read on a thread of its own; each line is
+  // handed to the loop, which owns the client.
+  auto work = boost::asio::make_work_guard(loop);
+  std::thread input([&] {
+    std::string line;
+    while (std::getline(std::cin, line))
+      boost::asio::post(loop, [&client, text = name + ": " + line] {
+        if (const auto r = client.send(std::as_bytes(std::span(text)));
+            r != net::SendResult::sent && r != net::SendResult::queued)
+          std::fprintf(stderr, "* not sent: %s\n", net::to_string(r));
+      });
+    boost::asio::post(loop, [&] {
+      client.stop();  // what is queued is flushed first
+      work.reset();
+    });
+  });
+  loop.run();
+  input.join();
+}

@@ -1,0 +1,101 @@
+// A chat room: every message a member sends (a checked frame) goes to every
+// member, the sender included, whichever worker loop each lives on. Each loop
+// keeps its own members, touched only by that loop; a message crosses loops by
+// post, one shared copy per message.
+//
+// A member cannot stall the room, and the room never skips a member's
+// message: one whose queue reaches the session's high-water mark (it stopped
+// reading, or reads slower than the room talks) is disconnected at once and
+// counted. So every member still in the room has heard every message said
+// since it joined, once, in each sender's order; one that was let go knows it
+// (its connection ended) and may join again.
+// Usage: chat_server [PORT]   then `chat_client PORT NAME` in a few terminals.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <unordered_set>
+#include <vector>
+
+#include <boost/asio/post.hpp>
+
+#include <volley/net/server.hpp>
+#include <volley/net/session.hpp>
+
+namespace net = volley::net;
+using namespace std::chrono_literals;
+
+class Room {
+ public:
+  explicit Room(net::Server& server) : server_(server), loops_(server.threads()) {}
+
+  // On worker `w`'s loop.
+  void join(std::size_t w, net::Session& s) { loops_[w].members.insert(&s); }
+  void leave(std::size_t w, net::Session& s) { loops_[w].members.erase(&s); }
+
+  // From any worker loop: to every member on every loop.
+  void say(std::span<const std::byte> message) {
+    said_.fetch_add(1, std::memory_order_relaxed);
+    auto copy = std::make_shared<const std::vector<std::byte>>(message.begin(), message.end());
+    for (std::size_t w = 0; w < loops_.size(); ++w)
+      boost::asio::post(server_.workers().loop(w), [this, w, copy] { deliver(w, *copy); });
+  }
+
+  std::uint64_t said() const { return said_.load(); }
+  std::uint64_t let_go() const { return let_go_.load(); }
+
+ private:
+  struct Loop {
+    std::unordered_set<net::Session*> members;
+    std::vector<net::Session*> behind;  // reused: no allocation per message
+  };
+
+  void deliver(std::size_t w, const std::vector<std::byte>& message) {
+    Loop& loop = loops_[w];
+    for (net::Session* member : loop.members)
+      if (member->send(message) != net::SendResult::sent || member->congested()) loop.behind.push_back(member);
+    // Not while iterating: the abort takes the member out of the set at once.
+    for (net::Session* member : loop.behind) {
+      let_go_.fetch_add(1, std::memory_order_relaxed);
+      member->connection()->abort({net::CloseReason::Kind::slow_consumer, "fell behind the room"});
+    }
+    loop.behind.clear();
+  }
+
+  net::Server& server_;
+  std::vector<Loop> loops_;  // one per worker loop
+  std::atomic<std::uint64_t> said_{0}, let_go_{0};
+};
+
+class Member final : public net::SessionEvents {
+ public:
+  Member(Room& room, std::size_t worker) : room_(room), worker_(worker) {}
+  void on_open(net::Session& s) override { room_.join(worker_, s); }
+  void on_message(net::Session&, std::span<const std::byte> message) override { room_.say(message); }
+  void on_close(net::Session& s, const net::CloseReason&) override { room_.leave(worker_, s); }
+
+ private:
+  Room& room_;
+  std::size_t worker_;
+};
+
+int main(int argc, char** argv) {
+  const auto port = static_cast<std::uint16_t>(argc > 1 ? std::atoi(argv[1]) : 0);
+  net::Server server({.bind = "127.0.0.1", .port = port, .threads = 2});
+  Room room(server);
+  net::SessionOptions options;
+  options.heartbeat_interval = 5s;
+  options.high_water = 1 << 20;  // a member this far behind is let go
+  server.listen([&](std::size_t worker) {
+    return std::make_unique<net::Session>(net::make_checked_codec(64 * 1024), options,
+                                          std::make_unique<Member>(room, worker));
+  });
+  server.on_ready([&] {
+    std::printf("listening tcp 127.0.0.1:%u\n", server.port());
+    std::fflush(stdout);
+  });
+  server.run();
+  std::printf("messages said %llu, members let go for falling behind %llu\n",
+              static_cast<unsigned long long>(room.said()), static_cast<unsigned long long>(room.let_go()));
+}

@@ -1,0 +1,184 @@
+// The chat room example (examples/chat_server.cpp, chat_client.cpp) does what
+// its comments say: every message to every member once, in each sender's
+// order, across both worker loops; a member that stops reading is let go
+// rather than waited for or skipped.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <volley/wire/checked.hpp>
+
+#include "child_process.hpp"
+#include "example_server.hpp"
+#include "raw_client.hpp"
+
+namespace volley::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A member of the room over a raw socket, speaking checked frames.
+class ChatPeer {
+ public:
+  explicit ChatPeer(int port) : socket_(port), decoder_(64 * 1024 + wire::checked::kHeaderSize) {}
+
+  void say(const std::string& text) {
+    std::vector<std::byte> frame(wire::checked::kHeaderSize + text.size());
+    std::error_code ec;
+    wire::checked::encode(wire::checked::FrameType::message, std::as_bytes(std::span(text)), frame, ec);
+    socket_.send(frame);
+  }
+
+  // The next message the room says; empty when none came for 10 s. The
+  // room's heartbeats (every 5 s) are skipped and do not extend the wait.
+  std::string hear() {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const auto r = decoder_.next();
+      if (r.status == wire::checked::DecodeStatus::frame) {
+        if (r.frame.type == wire::checked::FrameType::heartbeat) continue;
+        return std::string(reinterpret_cast<const char*>(r.frame.payload.data()), r.frame.payload.size());
+      }
+      if (r.status == wire::checked::DecodeStatus::rejected) return "<rejected>";
+      if (pending_.empty()) {
+        pending_ = socket_.read_some(256 * 1024);  // returns after at most 5 s
+        taken_ = 0;
+        if (pending_.empty()) continue;
+      }
+      taken_ += decoder_.feed(std::span(pending_).subspan(taken_));
+      if (taken_ == pending_.size()) pending_.clear();
+    }
+    return {};
+  }
+
+  // Hears until `text` comes, skipping what comes before it; false if it never does.
+  bool hear_until(const std::string& text) {
+    for (std::string m = hear(); !m.empty(); m = hear())
+      if (m == text) return true;
+    return false;
+  }
+
+ private:
+  RawClient socket_;
+  wire::checked::FrameDecoder decoder_;
+  std::vector<std::byte> pending_;  // read, not yet fed to the decoder
+  std::size_t taken_ = 0;
+};
+
+bool is_greeting(const std::string& m) { return m.rfind("hello ", 0) == 0; }
+
+}  // namespace
+
+// Three members talk in rounds of 30 KB messages while a fourth never reads.
+// Each member says its message of round k once it has heard all of round
+// k - 1, so a member that reads is never more than two rounds (180 KB) behind
+// any other: far below the room's 1 MiB mark, whatever the scheduler does.
+// The one that does not read passes the mark (18 MB said to it) and is let go.
+TEST(ChatExample, EveryMemberHearsEveryMessageOnceInOrderWhileOneThatDoesNotReadIsLetGo) {
+  TempDir dir;
+  ExampleServer server(dir, "chat_server");
+  ASSERT_GT(server.port(), 0);
+  constexpr int kMembers = 3, kRounds = 200;
+  // A member is in the room once the room has said its greeting back to it
+  // (the server makes a connection a member before reading from it).
+  std::vector<std::unique_ptr<ChatPeer>> members;
+  for (int i = 0; i < kMembers; ++i) {
+    members.push_back(std::make_unique<ChatPeer>(server.port()));
+    members.back()->say("hello " + std::to_string(i));
+    ASSERT_TRUE(members.back()->hear_until("hello " + std::to_string(i))) << "member " << i << " never joined";
+  }
+  ChatPeer deaf(server.port());
+  deaf.say("hello deaf");
+  ASSERT_TRUE(members[0]->hear_until("hello deaf")) << "the member that does not read never joined";
+
+  const std::string filler(30000, '.');
+  std::vector<std::vector<std::string>> heard(kMembers);
+  std::vector<std::thread> talkers;
+  for (int i = 0; i < kMembers; ++i)
+    talkers.emplace_back([&, i] {
+      ChatPeer& me = *members[static_cast<std::size_t>(i)];
+      auto& mine = heard[static_cast<std::size_t>(i)];
+      std::vector<int> per_round(kRounds + 1, 0);  // messages heard of each round
+      for (int k = 0; k < kRounds; ++k) {
+        me.say(std::to_string(i) + ":" + std::to_string(k) + ":" + filler);
+        while (per_round[static_cast<std::size_t>(k)] < kMembers) {
+          const std::string m = me.hear();
+          if (m.empty()) return;  // nothing for 10 s: the checks below say what was missing
+          if (is_greeting(m)) continue;
+          mine.push_back(m);
+          int sender = -1, round = -1;
+          if (std::sscanf(m.c_str(), "%d:%d:", &sender, &round) == 2 && round >= 0 && round <= kRounds)
+            ++per_round[static_cast<std::size_t>(round)];
+        }
+      }
+    });
+  for (auto& t : talkers) t.join();
+
+  for (int i = 0; i < kMembers; ++i) {
+    SCOPED_TRACE("member " + std::to_string(i));
+    const auto& mine = heard[static_cast<std::size_t>(i)];
+    ASSERT_EQ(mine.size(), static_cast<std::size_t>(kMembers * kRounds));
+    std::vector<int> next(kMembers, 0);  // per sender, the round expected next
+    for (const auto& m : mine) {
+      int sender = -1, round = -1;
+      ASSERT_EQ(std::sscanf(m.c_str(), "%d:%d:", &sender, &round), 2) << m.substr(0, 40);
+      ASSERT_TRUE(sender >= 0 && sender < kMembers) << m.substr(0, 40);
+      EXPECT_EQ(round, next[static_cast<std::size_t>(sender)]++) << "from member " << sender;
+      EXPECT_EQ(m.size(), std::to_string(sender).size() + std::to_string(round).size() + 2 + filler.size());
+    }
+  }
+  members.clear();  // they leave first: the server's stop then has no one to linger for
+  const auto [code, out] = server.stop();
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(out.find("members let go for falling behind 1\n"), std::string::npos) << out;
+}
+
+// The command-line client: lines typed go to the room as "NAME: line" (typed
+// before it has connected, they wait in its outbox), and it prints what the
+// room says, its own lines included.
+TEST(ChatExample, TheClientSaysEachLineTypedAndPrintsWhatTheRoomSays) {
+  TempDir dir;
+  ExampleServer server(dir, "chat_server");
+  ASSERT_GT(server.port(), 0);
+  auto listener_owner = std::make_unique<ChatPeer>(server.port());
+  ChatPeer& listener = *listener_owner;
+  listener.say("hello listener");
+  ASSERT_TRUE(listener.hear_until("hello listener"));
+
+  // Two lines typed at once, then standard input stays open until the test
+  // has seen them arrive (bounded: 20 s), and Ctrl-D.
+  const std::string done = dir.file("done");
+  ChildProcess client({"/bin/sh", "-c",
+                       "{ printf 'first line\\nsecond line\\n'; i=0; while [ ! -e " + done +
+                           " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; } | " + bin("chat_client") + " " +
+                           std::to_string(server.port()) + " ann"},
+                      dir.file("chat_client"));
+  EXPECT_EQ(listener.hear(), "ann: first line");
+  EXPECT_EQ(listener.hear(), "ann: second line");
+  // The client printed both: the room says every message to its sender too.
+  std::string printed;
+  for (int i = 0; i < 400 && printed.find("ann: second line\n") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(25ms);
+    printed = client.stdout_text();
+  }
+  std::ofstream(done).put('\n');
+  EXPECT_EQ(client.wait_for(20s), 0) << client.stderr_text();
+  printed = client.stdout_text();
+  EXPECT_NE(printed.find("* joined the room\n"), std::string::npos) << printed;
+  const auto first = printed.find("ann: first line\n");
+  EXPECT_NE(first, std::string::npos) << printed;
+  EXPECT_NE(printed.find("ann: second line\n", first), std::string::npos) << printed;
+  listener_owner.reset();
+  const auto [code, out] = server.stop();
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(out.find("messages said 3,"), std::string::npos) << out;
+}
+
+}  // namespace volley::test

@@ -1,0 +1,43 @@
+#pragma once
+// An example program from examples/ run as a user runs it, for the tests.
+#include <chrono>
+#include <csignal>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include <gtest/gtest.h>
+
+#include "child_process.hpp"
+
+namespace volley::test {
+
+// An example server: waits for its "listening tcp ADDRESS:PORT" line.
+class ExampleServer {
+ public:
+  ExampleServer(const TempDir& dir, const std::string& name) : process_({bin(name), "0"}, dir.file(name)) {
+    for (int i = 0; i < 2000 && port_ == 0; ++i) {
+      const std::string text = process_.stdout_text();
+      const auto eol = text.find('\n');
+      if (text.rfind("listening tcp ", 0) == 0 && eol != std::string::npos)
+        port_ = std::stoi(text.substr(text.rfind(':', eol) + 1));
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (port_ == 0) ADD_FAILURE() << name << " did not start: " << process_.stderr_text();
+  }
+  int port() const { return port_; }
+  // SIGINT (Ctrl-C), then its exit code and final output.
+  std::pair<int, std::string> stop() {
+    using namespace std::chrono_literals;
+    process_.send_signal(SIGINT);
+    const auto code = process_.wait_for(20s);
+    return {code.value_or(-1), process_.stdout_text()};
+  }
+
+ private:
+  ChildProcess process_;
+  int port_ = 0;
+};
+
+}  // namespace volley::test
