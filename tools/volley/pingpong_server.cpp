@@ -2,6 +2,7 @@
 // sessions with heartbeats, backpressure and the protocol-error policy.
 #include <cstdint>
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -10,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include <volley/metrics/counter.hpp>
+#include <volley/net/gather.hpp>
 #include <volley/net/server.hpp>
 #include <volley/net/session.hpp>
 
@@ -17,6 +19,7 @@
 #include "file_limit.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
+#include "metrics_service.hpp"
 #include "progress_timer.hpp"
 #include "session_options.hpp"
 #include "tls_flags.hpp"
@@ -34,20 +37,26 @@ struct ServerOptions {
   bool progress = true;
   SessionFlags session;
   TlsServerFlags tls;
+  MetricsFlags metrics;
 };
 
-constexpr std::size_t kCloseKinds = static_cast<std::size_t>(net::CloseReason::Kind::handshake_failed) + 1;
-
-// One per worker loop, touched only there; summed after the loops have stopped.
+// One per worker loop, touched only there; summed after the loops have
+// stopped, and for a scrape of --metrics on each loop in turn.
 struct WorkerTotals {
   // Live, for the progress line (written by the worker, read by the reporter).
   metrics::SingleWriterCounter live_messages;
   metrics::SingleWriterCounter live_opened;
   metrics::SingleWriterCounter live_closed;
-  std::uint64_t sessions = 0;
-  net::SessionStats messages;
-  std::uint64_t closes[kCloseKinds] = {};
-  std::uint64_t unsent_bytes = 0;
+  SessionTotals closed;  // sessions that ended (their stats added at close)
+  std::unordered_set<const net::Session*> open;
+
+  // On this worker's loop: the ended sessions and the open ones as they are now.
+  SessionTotals snapshot() const {
+    SessionTotals t = closed;
+    t.open = open.size();
+    for (const net::Session* s : open) t.stats += s->stats();
+    return t;
+  }
 };
 
 std::string peer_name(net::Session& s) {
@@ -59,8 +68,9 @@ class EchoEvents final : public net::SessionEvents {
  public:
   explicit EchoEvents(WorkerTotals& totals) : totals_(totals) {}
 
-  void on_open(net::Session&) override {
-    ++totals_.sessions;
+  void on_open(net::Session& s) override {
+    ++totals_.closed.opened;
+    totals_.open.insert(&s);
     totals_.live_opened.add();
   }
 
@@ -83,10 +93,11 @@ class EchoEvents final : public net::SessionEvents {
 
   void on_close(net::Session& s, const net::CloseReason& reason) override {
     const auto& st = s.stats();
-    totals_.messages += st;
-    ++totals_.closes[static_cast<std::size_t>(reason.kind)];
+    totals_.closed.stats += st;
+    ++totals_.closed.closes[static_cast<std::size_t>(reason.kind)];
+    totals_.open.erase(&s);
     if (reason.kind != net::CloseReason::Kind::handshake_failed) totals_.live_closed.add();  // it never opened
-    totals_.unsent_bytes += reason.unsent_bytes;
+    totals_.closed.unsent_bytes += reason.unsent_bytes;
     spdlog::info("{}: closed: {}{}{} ({} messages in, {} protocol errors{})", peer_name(s), net::to_string(reason.kind),
                  reason.detail.empty() ? "" : ": ", reason.detail, st.messages_in, st.protocol_errors,
                  reason.unsent_bytes ? fmt::format(", {} bytes unsent", reason.unsent_bytes) : "");
@@ -109,6 +120,19 @@ int run_server(const ServerOptions& o) {
                                           std::make_unique<EchoEvents>(totals[worker]));
   });
 
+  MetricsService metrics(server, o.metrics, [&](http::MetricsEndpoint::Answer answer) {
+    net::gather<SessionTotals>(
+        server.workers(), [&](std::size_t w) { return totals[w].snapshot(); },
+        [&server, answer](std::vector<SessionTotals> parts) {
+          SessionTotals sum;
+          for (const auto& p : parts) sum += p;
+          metrics::PrometheusText out;
+          write_session_metrics(out, sum);
+          write_server_metrics(out, server);
+          answer(out.text());
+        });
+  });
+
   const auto start = Clock::now();
   std::uint64_t last_messages = 0;
   ProgressTimer progress(server.control_loop(), [&] {
@@ -128,29 +152,28 @@ int run_server(const ServerOptions& o) {
     spdlog::info("volley pingpong-server on {}:{} ({}{} framing, {} worker threads{}, heartbeat {} ms x {})",
                  local.address().to_string(), local.port(), o.tls.tls ? "TLS, " : "", flags.framing, server.threads(),
                  o.busy_poll ? ", busy-poll" : "", flags.heartbeat_ms, flags.heartbeat_misses);
+    metrics.start();
     if (o.progress) progress.start();
   });
-  server.on_stop([&] { progress.stop(); });
+  server.on_stop([&] {
+    progress.stop();
+    metrics.stop();
+  });
   server.run();
 
-  WorkerTotals sum;
-  for (const auto& t : totals) {
-    sum.sessions += t.sessions;
-    sum.messages += t.messages;
-    for (std::size_t k = 0; k < kCloseKinds; ++k) sum.closes[k] += t.closes[k];
-    sum.unsent_bytes += t.unsent_bytes;
-  }
+  SessionTotals sum;
+  for (const auto& t : totals) sum += t.closed;  // every session has ended
   boost::json::object closes;
-  for (std::size_t k = 0; k < kCloseKinds; ++k)
+  for (std::size_t k = 0; k < net::CloseReason::kKinds; ++k)
     closes[net::to_string(static_cast<net::CloseReason::Kind>(k))] = sum.closes[k];
   boost::json::object report{{"tool", "volley pingpong-server"},
-                             {"sessions", sum.sessions},
-                             {"messages_in", sum.messages.messages_in},
-                             {"messages_out", sum.messages.messages_out},
-                             {"heartbeats_in", sum.messages.heartbeats_in},
-                             {"heartbeats_out", sum.messages.heartbeats_out},
-                             {"protocol_errors", sum.messages.protocol_errors},
-                             {"high_water_events", sum.messages.high_water_events},
+                             {"sessions", sum.opened},
+                             {"messages_in", sum.stats.messages_in},
+                             {"messages_out", sum.stats.messages_out},
+                             {"heartbeats_in", sum.stats.heartbeats_in},
+                             {"heartbeats_out", sum.stats.heartbeats_out},
+                             {"protocol_errors", sum.stats.protocol_errors},
+                             {"high_water_events", sum.stats.high_water_events},
                              {"unsent_bytes", sum.unsent_bytes},
                              {"closes", closes},
                              {"refused_connections", server.refused_connections()},
@@ -161,8 +184,8 @@ int run_server(const ServerOptions& o) {
     fmt::print("{}\n", to_json_text(report));
   } else {
     fmt::print("sessions {}, messages in {} out {}, heartbeats in {} out {}, protocol errors {}, high-water events {}\n",
-               sum.sessions, sum.messages.messages_in, sum.messages.messages_out, sum.messages.heartbeats_in,
-               sum.messages.heartbeats_out, sum.messages.protocol_errors, sum.messages.high_water_events);
+               sum.opened, sum.stats.messages_in, sum.stats.messages_out, sum.stats.heartbeats_in,
+               sum.stats.heartbeats_out, sum.stats.protocol_errors, sum.stats.high_water_events);
   }
   return 0;
 }
@@ -181,6 +204,7 @@ Runner add_pingpong_server_command(CLI::App& app) {
   cmd->add_flag("!--no-progress", o->progress, "No progress line each second on stderr");
   add_session_flags(*cmd, o->session);
   add_tls_server_flags(*cmd, o->tls);
+  add_metrics_flag(*cmd, o->metrics);
   return [o] { return run_server(*o); };
 }
 

@@ -1,0 +1,80 @@
+#pragma once
+// HTTP/1.1 on a TcpConnection: requests are parsed as they arrive
+// (keep-alive, pipelining, chunked bodies), each handed to the handler with a
+// Responder, and answered in order: the next pipelined request waits until
+// the current one is answered, and the connection reads no more meanwhile, so
+// a client pipelining without reading holds at most one request in memory.
+//
+// Bad input gets its status and the connection closes after it: malformed
+// syntax 400, a header block over the limit 431, a body over the limit 413,
+// an unsupported transfer encoding 501. Nothing of one connection touches another.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include <volley/http/message.hpp>
+#include <volley/net/tcp_connection.hpp>
+
+namespace volley::http {
+
+struct Limits {
+  std::size_t header_bytes = 8 * 1024;  // request line and headers
+  std::size_t body_bytes = 64 * 1024;
+};
+
+// Counted across every connection of a server (relaxed atomics: a few per request).
+struct Stats {
+  std::atomic<std::uint64_t> requests{0};
+  std::atomic<std::uint64_t> bad_requests{0};  // answered 4xx/5xx by the parser, connection closed
+};
+
+class ConnectionHandler;
+
+// Answers one request, once, from any thread: the response is posted to the
+// connection's loop. A responder dropped without an answer leaves its
+// connection waiting (its idle timeout, if any, ends it); one whose
+// connection closed meanwhile does nothing.
+class Responder {
+ public:
+  Responder(std::weak_ptr<net::TcpConnection> connection, ConnectionHandler* handler, bool head)
+      : connection_(std::move(connection)), handler_(handler), head_(head) {}
+  void operator()(Response response);
+
+ private:
+  std::weak_ptr<net::TcpConnection> connection_;
+  ConnectionHandler* handler_;
+  bool head_;
+};
+
+using Handler = std::function<void(const Request&, Responder)>;
+
+class ConnectionHandler final : public net::StreamHandler {
+ public:
+  // `handler` and `stats` must outlive the connection.
+  ConnectionHandler(const Handler& handler, Limits limits, Stats& stats);
+  ~ConnectionHandler() override;
+
+  std::span<std::byte> read_buffer() override;
+  void on_data(net::TcpConnection& connection, std::size_t n) override;
+  void on_close(net::TcpConnection& connection, const net::CloseReason& reason) override;
+
+  // On the connection's loop (Responder posts here).
+  void respond(net::TcpConnection& connection, const Response& response, bool head);
+
+ private:
+  struct Parser;
+  void parse_buffered(net::TcpConnection& connection);
+  void refuse(net::TcpConnection& connection, unsigned status, std::string_view why);
+
+  const Handler& handler_;
+  Limits limits_;
+  Stats& stats_;
+  std::unique_ptr<Parser> parser_;
+  bool waiting_ = false;     // a request is with the handler, unanswered
+  bool keep_alive_ = true;   // what the request being answered asked for
+  bool finished_ = false;    // closed, or closing after a response
+};
+
+}  // namespace volley::http

@@ -1,0 +1,147 @@
+// HTTP/1.1 on the runtime, through the metrics endpoint in process: keep-alive,
+// pipelining with answers given later from other loops, HEAD, HTTP/1.0, and
+// bad requests answered with their status without disturbing other connections.
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include <volley/http/metrics_endpoint.hpp>
+#include <volley/net/gather.hpp>
+#include <volley/net/server.hpp>
+
+#include "http_client.hpp"
+#include "server_thread.hpp"
+
+namespace volley::test {
+namespace {
+
+// A server whose /metrics answer is gathered from both worker loops: the
+// answer comes later, from whichever loop finished last.
+class EndpointFixture {
+ public:
+  EndpointFixture()
+      : server_({.bind = "127.0.0.1", .port = 0, .threads = 2}),
+        endpoint_(server_.control_loop(), server_.workers(), {boost::asio::ip::make_address("127.0.0.1"), 0},
+                  [this](http::MetricsEndpoint::Answer answer) {
+                    net::gather<int>(
+                        server_.workers(), [](std::size_t w) { return static_cast<int>(w) + 1; },
+                        [answer](std::vector<int> parts) {
+                          answer("test_loops_answered " + std::to_string(parts.size()) + "\ntest_sum " +
+                                 std::to_string(parts[0] + parts[1]) + "\n");
+                        });
+                  }) {
+    server_.listen([](std::size_t) -> std::unique_ptr<net::StreamHandler> { return nullptr; });
+    server_.on_ready([this] { endpoint_.start(); });
+    server_.on_stop([this] { endpoint_.shutdown(); });
+    thread_.emplace(server_);
+  }
+  int port() const { return endpoint_.local_endpoint().port(); }
+  const http::MetricsEndpoint& endpoint() const { return endpoint_; }
+
+ private:
+  net::Server server_;
+  http::MetricsEndpoint endpoint_;
+  std::optional<ServerThread> thread_;  // last: stops the server before the rest goes
+};
+
+constexpr const char* kMetricsBody = "test_loops_answered 2\ntest_sum 3\n";
+
+TEST(Http, KeepAliveServesRequestsOneAfterAnotherOnOneConnection) {
+  EndpointFixture f;
+  HttpClient c(f.port());
+  for (int i = 0; i < 3; ++i) {
+    const auto metrics = c.get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metrics->status, 200);
+    EXPECT_TRUE(metrics->has_header("Content-Type: text/plain; version=0.0.4; charset=utf-8")) << metrics->head;
+    EXPECT_EQ(metrics->body, kMetricsBody);
+    const auto health = c.get("/healthz?verbose=1");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+    EXPECT_EQ(health->body, "ok\n");
+  }
+  EXPECT_EQ(f.endpoint().scrapes(), 3u);
+  EXPECT_EQ(f.endpoint().stats().requests.load(), 6u);
+}
+
+TEST(Http, PipelinedRequestsAreAnsweredInOrderEvenWhenTheFirstAnswerComesLater) {
+  EndpointFixture f;
+  HttpClient c(f.port());
+  c.send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\nGET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"
+         "GET /nowhere HTTP/1.1\r\nHost: t\r\n\r\nHEAD /metrics HTTP/1.1\r\nHost: t\r\n\r\n"
+         "DELETE /metrics HTTP/1.1\r\nHost: t\r\n\r\nGET /metrics HTTP/1.1\r\nHost: t\r\n\r\n");
+  const auto a = c.read(), b = c.read(), d = c.read(), head = c.read(true), del = c.read(), last = c.read();
+  ASSERT_TRUE(a && b && d && head && del && last);
+  EXPECT_EQ(a->body, kMetricsBody);
+  EXPECT_EQ(b->body, "ok\n");
+  EXPECT_EQ(d->status, 404);
+  EXPECT_EQ(head->status, 200);
+  EXPECT_TRUE(head->has_header("Content-Length: " + std::to_string(std::string(kMetricsBody).size()))) << head->head;
+  EXPECT_EQ(del->status, 405);
+  EXPECT_TRUE(del->has_header("Allow: GET, HEAD")) << del->head;
+  EXPECT_EQ(last->body, kMetricsBody);  // HEAD's answer carried no body: the next one starts clean
+}
+
+TEST(Http, ARequestSplitByteByByteIsAnswered) {
+  EndpointFixture f;
+  HttpClient c(f.port());
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: t\r\nUser-Agent: slow\r\n\r\n";
+  for (const char ch : request) c.send(std::string(1, ch));
+  const auto a = c.read();
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->body, "ok\n");
+}
+
+TEST(Http, Http10AndConnectionCloseEndTheConnectionAfterTheAnswer) {
+  EndpointFixture f;
+  {
+    HttpClient c(f.port());
+    c.send("GET /healthz HTTP/1.0\r\n\r\n");
+    const auto a = c.read();
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->body, "ok\n");
+    EXPECT_TRUE(a->has_header("Connection: close")) << a->head;
+    EXPECT_TRUE(c.closed_by_server());
+  }
+  HttpClient c(f.port());
+  c.send("GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE(c.read());
+  EXPECT_TRUE(c.closed_by_server()) << "the request after Connection: close is not answered";
+}
+
+TEST(Http, BadRequestsGetTheirStatusAndCloseWhileAnotherConnectionCarriesOn) {
+  EndpointFixture f;
+  HttpClient good(f.port());
+  ASSERT_TRUE(good.get("/healthz"));
+  struct Case {
+    const char* what;
+    std::string request;
+    int status;
+  };
+  static constexpr char kGarbage[] = "\x16\x03\x01\x02\x00 not http at all\r\n\r\n";
+  const Case cases[] = {
+      {"garbage", std::string(kGarbage, sizeof kGarbage - 1), 400},
+      {"a header block over 8 KiB", "GET / HTTP/1.1\r\nX-Big: " + std::string(9000, 'a') + "\r\n\r\n", 431},
+      {"a body over 64 KiB", "POST /metrics HTTP/1.1\r\nContent-Length: 100000\r\n\r\n" + std::string(100000, 'b'), 413},
+      {"an unknown transfer encoding", "POST /metrics HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+      {"a bad version", "GET /metrics HTTP/7.5x\r\n\r\n", 400},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    HttpClient bad(f.port());
+    bad.send(c.request);
+    const auto a = bad.read();
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->status, c.status) << a->head;
+    EXPECT_TRUE(a->has_header("Connection: close")) << a->head;
+    EXPECT_TRUE(bad.closed_by_server());
+  }
+  EXPECT_EQ(f.endpoint().stats().bad_requests.load(), std::size(cases));
+  const auto after = good.get("/metrics");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->body, kMetricsBody);
+}
+
+}  // namespace
+}  // namespace volley::test

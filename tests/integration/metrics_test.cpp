@@ -1,0 +1,121 @@
+// --metrics on the server programs: /metrics in the Prometheus text format,
+// scraped while the traffic runs and after it, equals the final report.
+#include <string>
+#include <utility>
+#include <thread>
+#include <vector>
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <volley/wire/checked.hpp>
+
+#include "child_process.hpp"
+#include "http_client.hpp"
+#include "raw_client.hpp"
+
+namespace volley::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The port from the "metrics http ADDRESS:PORT" line, 0 if it never came (10 s).
+int metrics_port(ChildProcess& program) {
+  for (int i = 0; i < 1000; ++i) {
+    const std::string text = program.stdout_text();
+    const auto at = text.find("metrics http ");
+    const auto eol = text.find('\n', at);
+    if (at != std::string::npos && eol != std::string::npos) return std::stoi(text.substr(text.rfind(':', eol) + 1));
+    if (program.wait_for(0ms)) return 0;
+    std::this_thread::sleep_for(10ms);
+  }
+  return 0;
+}
+
+std::uint64_t field(const boost::json::object& report, const char* name) {
+  return boost::json::value_to<std::uint64_t>(report.at(name));
+}
+
+TEST(Metrics, PingpongServerCountsLiveSessionsAndEndsEqualToItsReport) {
+  TempDir dir;
+  ChildProcess server({bin("volley"), "pingpong-server", "--port", "0", "--json", "--no-progress", "--threads", "2",
+                       "--heartbeat-ms", "0", "--metrics", "127.0.0.1:0", "--port-file", dir.file("port")},
+                      dir.file("server"));
+  const int port = wait_for_port_file(dir.file("port"), server);
+  ASSERT_GT(port, 0) << server.stderr_text();
+  const int mport = metrics_port(server);
+  ASSERT_GT(mport, 0) << server.stdout_text();
+  HttpClient scraper(mport);
+
+  // A session that stays open: its messages are counted while it lives. (The
+  // server sends no heartbeats and expects none, so this silent raw client
+  // stays; the round-trip client below sends its own, which are counted.)
+  RawClient raw(port);
+  constexpr int kRaw = 50;
+  std::vector<std::byte> frame(wire::checked::kHeaderSize + 16);
+  std::error_code ec;
+  const std::string text = "sixteen bytes!!!";
+  wire::checked::encode(wire::checked::FrameType::message, std::as_bytes(std::span(text)), frame, ec);
+  for (int i = 0; i < kRaw; ++i) raw.send(frame);
+  ASSERT_EQ(raw.read(frame.size() * kRaw).size(), frame.size() * kRaw);  // every echo back
+  const auto live = scraper.get("/metrics");
+  ASSERT_TRUE(live);
+  EXPECT_EQ(metric_value(live->body, "volley_messages_received_total"), kRaw) << live->body;
+  EXPECT_EQ(metric_value(live->body, "volley_sessions_open"), 1) << live->body;
+
+  // The round-trip client, run to the end.
+  ChildProcess client({bin("volley"), "pingpong", "-p", std::to_string(port), "-g", "1", "--sizes", "100,1000", "-n",
+                       "300", "--warmup", "10", "--no-progress", "--heartbeat-ms", "100"},
+                      dir.file("client"));
+  while (!client.wait_for(10ms)) ASSERT_TRUE(scraper.get("/healthz")) << "scrapes go on during the traffic";
+  raw.close();
+  // Sessions are counted as they end on the server's loops: scrape until all have.
+  std::string body;
+  for (int i = 0; i < 500 && metric_value(body, "volley_sessions_open") != 0; ++i) {
+    const auto a = scraper.get("/metrics");
+    ASSERT_TRUE(a);
+    body = a->body;
+  }
+  ASSERT_EQ(metric_value(body, "volley_sessions_open"), 0) << body;
+
+  server.send_signal(SIGTERM);
+  ASSERT_EQ(server.wait_for(20s).value_or(-1), 0) << server.stderr_text();
+  const auto report = boost::json::parse(report_text(server.stdout_text())).as_object();
+  EXPECT_GT(field(report, "messages_in"), static_cast<std::uint64_t>(kRaw));
+  EXPECT_GE(field(report, "sessions"), 2u);
+  EXPECT_EQ(metric_value(body, "volley_sessions_opened_total"), field(report, "sessions"));
+  EXPECT_EQ(metric_value(body, "volley_messages_received_total"), field(report, "messages_in"));
+  EXPECT_EQ(metric_value(body, "volley_messages_sent_total"), field(report, "messages_out"));
+  EXPECT_EQ(metric_value(body, "volley_heartbeats_received_total"), field(report, "heartbeats_in"));
+  EXPECT_EQ(metric_value(body, "volley_heartbeats_sent_total"), field(report, "heartbeats_out"));
+  EXPECT_EQ(metric_value(body, "volley_protocol_errors_total"), field(report, "protocol_errors"));
+  EXPECT_EQ(metric_value(body, "volley_high_water_events_total"), field(report, "high_water_events"));
+  // Every session's end, by reason, as the report words them and as labels.
+  const std::pair<const char*, const char*> reasons[] = {
+      {"peer closed", "peer_closed"},         {"i/o error", "io_error"},       {"protocol error", "protocol_error"},
+      {"closed locally", "local_close"},      {"shutdown", "shutdown"},        {"heartbeat timeout", "heartbeat_timeout"},
+      {"idle timeout", "idle_timeout"},       {"slow consumer", "slow_consumer"}, {"handshake failed", "handshake_failed"}};
+  std::uint64_t ended = 0;
+  for (const auto& [word, label] : reasons) {
+    const auto n = field(report.at("closes").as_object(), word);
+    ended += n;
+    EXPECT_NE(body.find("volley_sessions_closed_total{reason=\"" + std::string(label) + "\"} " + std::to_string(n) + "\n"),
+              std::string::npos)
+        << word << " " << n << "\n"
+        << body;
+  }
+  EXPECT_EQ(ended, field(report, "sessions"));
+}
+
+TEST(Metrics, TheFlagIsInTheHelpAndAnAddressThatIsNotOneIsRefused) {
+  TempDir dir;
+  ChildProcess help({bin("volley"), "pingpong-server", "--help"}, dir.file("help"));
+  EXPECT_EQ(help.wait_for(10s).value_or(-1), 0);
+  EXPECT_NE(help.stdout_text().find("--metrics"), std::string::npos) << help.stdout_text();
+  ChildProcess server({bin("volley"), "pingpong-server", "--port", "0", "--metrics", "localhost"}, dir.file("server"));
+  EXPECT_NE(server.wait_for(10s).value_or(0), 0);
+  EXPECT_NE(server.stderr_text().find("expected ADDRESS:PORT"), std::string::npos) << server.stderr_text();
+}
+
+}  // namespace
+}  // namespace volley::test
