@@ -1,5 +1,5 @@
 # Volley: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: all deps build demo test bench fuzz install install-wireshark-plugin package docs clean
+.PHONY: all deps build demo test tsan bench fuzz install install-wireshark-plugin package docs clean
 
 BUILD_DIR ?= build
 PREFIX ?= /usr/local
@@ -18,6 +18,13 @@ demo: build
 
 test: deps
 	@bash scripts/run-tests.sh
+
+# The library, tools and integration tests under ThreadSanitizer (build-tsan),
+# then the tests of the designs that share state between threads: the thread
+# pool, the loops' handovers, sessions, metrics scrapes. Not part of `make
+# test`: the build alone takes about as long as the sanitizer build there.
+tsan: deps
+	@bash scripts/run-tsan.sh
 
 bench: build
 	@bash bench/run-bench.sh $(BUILD_DIR)/bin
@@ -51,4 +58,4 @@ fuzz: deps
 	@bash scripts/fuzz-campaign.sh $(or $(FUZZ_SECONDS),60)
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz

@@ -29,24 +29,28 @@ namespace volley::tools {
 namespace {
 
 namespace asio = boost::asio;
-using metrics::SingleWriterCounter;
 
 struct EchoServerOptions {
   EchoProto proto = EchoProto::tcp;
   ListenFlags listen{.bind = "127.0.0.1", .port = 1111, .port_file = {}};
   std::size_t threads = 1;
   bool busy_poll = false;
+  net::Design design = net::Design::loop_per_thread;
   bool json = false;
   bool progress = true;
   TlsServerFlags tls;  // --proto tls sets tls.tls
 };
 
-// Written by one worker loop, read by the reporter.
+// A slot's counters, read by the reporter: written by one worker loop, or
+// by any thread of the pool in the thread-pool design.
 struct WorkerCounters {
-  SingleWriterCounter connections;
-  SingleWriterCounter bytes;
-  SingleWriterCounter datagrams;
-  SingleWriterCounter errors;
+  metrics::SlotCounter connections;
+  metrics::SlotCounter bytes;
+  metrics::SlotCounter datagrams;
+  metrics::SlotCounter errors;
+  void set_shared(bool shared) noexcept {
+    for (auto* c : {&connections, &bytes, &datagrams, &errors}) c->set_shared(shared);
+  }
 };
 
 constexpr std::size_t kReadSize = 64 * 1024;
@@ -162,7 +166,12 @@ class UdpEchoWorker {
 
 int run_echo_server(const EchoServerOptions& o) {
   raise_file_limit();
+  if (o.proto == EchoProto::udp && o.design == net::Design::thread_pool) {
+    fmt::print(stderr, "error: --design thread-pool is for TCP and TLS; UDP echo runs one socket per worker loop\n");
+    return 2;
+  }
   net::ServerOptions server_opts = server_options(o.listen, o.threads, o.busy_poll);
+  server_opts.design = o.design;
   // TLS runs under the same connection as TCP: same echo handler, limits and shutdown.
   TlsServerFlags tls = o.tls;
   tls.tls = o.proto == EchoProto::tls;
@@ -170,6 +179,7 @@ int run_echo_server(const EchoServerOptions& o) {
   net::Server server(server_opts);
   auto& workers = server.workers();
   std::vector<WorkerCounters> counters(workers.size());
+  for (auto& c : counters) c.set_shared(o.design == net::Design::thread_pool);
 
   std::vector<std::unique_ptr<UdpEchoWorker>> udp;
   std::uint16_t port = 0;
@@ -210,8 +220,8 @@ int run_echo_server(const EchoServerOptions& o) {
   for (auto& u : udp) u->start();
   server.on_ready([&] {
     announce_listening(to_string(o.proto), o.listen.bind, port, o.listen.port_file);
-    spdlog::info("volley echo-server: {} on {}:{}, {} worker threads{}", to_string(o.proto), o.listen.bind, port,
-                 workers.size(), o.busy_poll ? ", busy-poll" : "");
+    spdlog::info("volley echo-server: {} on {}:{}, {} worker threads ({}){}", to_string(o.proto), o.listen.bind, port,
+                 workers.size(), net::to_string(o.design), o.busy_poll ? ", busy-poll" : "");
     if (o.progress) progress.start();
   });
   // The UDP sockets are the echo server's own; the Server closes the TCP and TLS connections itself.
@@ -255,6 +265,7 @@ Runner add_echo_server_command(CLI::App& app) {
   add_listen_flags(*cmd, o->listen);
   cmd->add_option("-t,--threads", o->threads, "Worker loops (threads)")->check(CLI::Range(1, 256))->capture_default_str();
   cmd->add_flag("--busy-poll", o->busy_poll, "Worker loops spin instead of sleeping in the kernel (a CPU each)");
+  add_design_flag(*cmd, o->design);
   cmd->add_option("--cert", o->tls.cert, "TLS: certificate chain (PEM)")->check(CLI::ExistingFile);
   cmd->add_option("--key", o->tls.key, "TLS: private key (PEM)")->check(CLI::ExistingFile);
   cmd->add_option("--client-ca", o->tls.client_ca, "TLS: require a client certificate signed by this CA (mutual TLS)")

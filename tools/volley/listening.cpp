@@ -41,6 +41,18 @@ void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
       ->check(CLI::Range(0.0, 86400.0));
 }
 
+void add_design_flag(CLI::App& cmd, net::Design& design) {
+  cmd.add_option_function<std::string>(
+         "--design",
+         [&design](const std::string& name) {
+           design = name == "thread-pool" ? net::Design::thread_pool : net::Design::loop_per_thread;
+         },
+         "loop-per-thread: one event loop per worker thread, each connection on one loop for life; "
+         "thread-pool: one loop run by every worker thread, each connection on a strand of its own")
+      ->check(CLI::IsMember({"loop-per-thread", "thread-pool"}))
+      ->option_text("loop-per-thread|thread-pool (default loop-per-thread)");
+}
+
 net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads, bool busy_poll) {
   return {.bind = flags.bind,
           .port = flags.port,

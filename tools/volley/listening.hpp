@@ -32,6 +32,9 @@ struct ListenFlags {
 // `flags` holding the defaults.
 void add_listen_flags(CLI::App& cmd, ListenFlags& flags);
 
+// Adds --design loop-per-thread|thread-pool (net::LoopPool says what each is).
+void add_design_flag(CLI::App& cmd, net::Design& design);
+
 // The net::Server options these flags and a program's threading choice make.
 net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads, bool busy_poll = false);
 

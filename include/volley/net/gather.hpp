@@ -2,9 +2,11 @@
 // Asks every loop of a pool for a snapshot of what it owns, and hands the
 // snapshots to `done` once all are in: state stays with its loop (no locks,
 // no atomics on the hot path), and a reader gets a consistent view of each
-// loop's part. `take(w)` runs on loop w; `done` runs on whichever loop
-// answered last, so it should be short (post elsewhere for more). A loop that
-// has stopped never answers, and `done` is then never called.
+// loop's part. `take(w)` runs on slot w's executor (loop w in the
+// loop-per-thread design; in the thread-pool design a strand that connections
+// do not run on, so what `take` reads must then be thread-safe); `done` runs
+// on whichever answered last, so it should be short (post elsewhere for
+// more). A loop that has stopped never answers, and `done` is then never called.
 #include <atomic>
 #include <cstddef>
 #include <functional>
@@ -33,7 +35,7 @@ void gather(LoopPool& loops, std::function<Snapshot(std::size_t)> take,
   round->take = std::move(take);
   round->done = std::move(done);
   for (std::size_t w = 0; w < loops.size(); ++w)
-    boost::asio::post(loops.loop(w), [round, w] {
+    boost::asio::post(loops.slot_executor(w), [round, w] {
       round->parts[w] = round->take(w);
       // The last to finish sees every part (acquire pairs with the others' release).
       if (round->left.fetch_sub(1, std::memory_order_acq_rel) == 1) round->done(std::move(round->parts));

@@ -1,28 +1,59 @@
 #pragma once
-// N event loops, one io_context and one thread each. Every connection lives on
-// exactly one loop for its whole life, so its state needs no locks.
+// The worker threads of a server, in one of two designs:
+//
+// - loop per thread (the default): N event loops, one io_context and one
+//   thread each. Every connection lives on one loop for its whole life, so
+//   its state, and the state of everything else on that loop (per-worker
+//   totals), needs no locks.
+// - thread pool: one io_context run by N threads. Each connection runs on a
+//   strand of its own, so its handlers never run at once, but two
+//   connections' handlers may run at the same time on different threads,
+//   whatever slot (worker index) they were given: state shared between
+//   connections must be thread-safe. Any idle thread takes the next ready
+//   connection, so a few busy connections do not queue behind each other on
+//   one loop while another thread sleeps.
+//
+// Either way there are `size()` slots, connections are spread over them
+// round-robin, and `slot_executor(w)` serializes work on a slot's own
+// bookkeeping (in the loop-per-thread design it is loop w).
 #include <cstddef>
 #include <memory>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 
 namespace volley::net {
 
+enum class Design { loop_per_thread, thread_pool };
+const char* to_string(Design design) noexcept;
+
 class LoopPool {
  public:
-  // busy_poll: each loop spins on a zero-timeout poll instead of sleeping in
-  // epoll_wait. That burns a CPU per loop but skips the wake-up of a sleeping
+  // busy_poll: each thread spins on a zero-timeout poll instead of sleeping in
+  // epoll_wait. That burns a CPU per thread but skips the wake-up of a sleeping
   // thread, which is most of a loopback round trip on a virtual machine.
-  explicit LoopPool(std::size_t threads, bool busy_poll = false);
+  explicit LoopPool(std::size_t threads, bool busy_poll = false, Design design = Design::loop_per_thread);
   ~LoopPool();
   LoopPool(const LoopPool&) = delete;
   LoopPool& operator=(const LoopPool&) = delete;
 
-  std::size_t size() const noexcept { return loops_.size(); }
-  boost::asio::io_context& loop(std::size_t index) noexcept { return *loops_[index]; }
+  Design design() const noexcept { return design_; }
+  // Slots: one per thread.
+  std::size_t size() const noexcept { return threads_wanted_; }
+  // The io_context of slot `index` (the same one for every slot in the thread-pool design).
+  boost::asio::io_context& loop(std::size_t index) noexcept {
+    return *loops_[design_ == Design::thread_pool ? 0 : index];
+  }
+  // Serializes work on slot `index`'s bookkeeping.
+  boost::asio::any_io_executor slot_executor(std::size_t index);
+  // The executor a new connection in slot `index` runs on: the slot's loop,
+  // or in the thread-pool design a strand of its own.
+  boost::asio::any_io_executor connection_executor(std::size_t index);
   // Round-robin choice; call from one thread only (the acceptor's).
   std::size_t next_index() noexcept;
 
@@ -35,7 +66,10 @@ class LoopPool {
 
  private:
   using Guard = boost::asio::executor_work_guard<boost::asio::io_context::executor_type>;
+  Design design_;
+  std::size_t threads_wanted_;
   std::vector<std::unique_ptr<boost::asio::io_context>> loops_;
+  std::vector<boost::asio::strand<boost::asio::io_context::executor_type>> slot_strands_;  // thread pool only
   std::vector<Guard> guards_;
   std::vector<std::thread> threads_;
   std::size_t next_ = 0;

@@ -25,6 +25,9 @@ struct ServerOptions {
   std::uint16_t port = 0;        ///< 0: any free port (see Server::port())
   std::size_t threads = 1;       ///< worker loops, one thread each; connections spread round-robin
   bool busy_poll = false;        ///< worker loops spin instead of sleeping in the kernel (a CPU each)
+  /// One loop per worker thread (connections stay on theirs), or one loop
+  /// run by all of them (each connection on a strand of its own): see LoopPool.
+  Design design = Design::loop_per_thread;
   bool handle_signals = true;    ///< SIGINT and SIGTERM stop the server gracefully
   /// How long a stop waits for connections to close gracefully (their queued
   /// bytes flushed) before aborting the rest, so a peer that stopped reading

@@ -5,13 +5,20 @@
 
 namespace volley::net {
 
-LoopPool::LoopPool(std::size_t threads, bool busy_poll) : busy_poll_(busy_poll) {
-  if (threads == 0) threads = 1;
-  loops_.reserve(threads);
-  guards_.reserve(threads);
-  for (std::size_t i = 0; i < threads; ++i) {
-    // Concurrency hint 1: each context is run by one thread, so Asio can skip locking.
-    loops_.push_back(std::make_unique<boost::asio::io_context>(1));
+const char* to_string(Design design) noexcept {
+  return design == Design::thread_pool ? "thread-pool" : "loop-per-thread";
+}
+
+LoopPool::LoopPool(std::size_t threads, bool busy_poll, Design design)
+    : design_(design), threads_wanted_(threads == 0 ? 1 : threads), busy_poll_(busy_poll) {
+  const std::size_t contexts = design_ == Design::thread_pool ? 1 : threads_wanted_;
+  loops_.reserve(contexts);
+  guards_.reserve(contexts);
+  for (std::size_t i = 0; i < contexts; ++i) {
+    // Concurrency hint 1: each context is run by one thread, so Asio can skip
+    // locking; a pool's context is run by all its threads.
+    loops_.push_back(std::make_unique<boost::asio::io_context>(
+        design_ == Design::thread_pool ? static_cast<int>(threads_wanted_) : 1));
     guards_.push_back(boost::asio::make_work_guard(*loops_.back()));
     // Asio creates a loop's reactor (epoll, eventfd, timerfd) with its first
     // socket. Doing it now means a loop cannot fail later for want of file
@@ -19,6 +26,18 @@ LoopPool::LoopPool(std::size_t threads, bool busy_poll) : busy_poll_(busy_poll) 
     // arrives: that failure would be an exception on the loop's thread.
     boost::asio::ip::tcp::socket reactor_now(*loops_.back());
   }
+  if (design_ == Design::thread_pool)
+    for (std::size_t i = 0; i < threads_wanted_; ++i) slot_strands_.push_back(boost::asio::make_strand(*loops_[0]));
+}
+
+boost::asio::any_io_executor LoopPool::slot_executor(std::size_t index) {
+  if (design_ == Design::thread_pool) return slot_strands_[index];
+  return loops_[index]->get_executor();
+}
+
+boost::asio::any_io_executor LoopPool::connection_executor(std::size_t index) {
+  if (design_ == Design::thread_pool) return boost::asio::make_strand(*loops_[0]);
+  return loops_[index]->get_executor();
 }
 
 LoopPool::~LoopPool() {
@@ -28,13 +47,13 @@ LoopPool::~LoopPool() {
 
 std::size_t LoopPool::next_index() noexcept {
   const std::size_t i = next_;
-  next_ = (next_ + 1) % loops_.size();
+  next_ = (next_ + 1) % threads_wanted_;
   return i;
 }
 
 void LoopPool::start() {
-  for (auto& loop : loops_) {
-    threads_.emplace_back([ctx = loop.get(), busy = busy_poll_] {
+  for (std::size_t i = 0; i < threads_wanted_; ++i) {
+    threads_.emplace_back([ctx = &loop(i), busy = busy_poll_] {
       try {
         run_loop(*ctx, busy);
       } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
@@ -94,8 +95,8 @@ void TcpServer::do_accept() {
         if (!adopter_) open_.fetch_sub(1, std::memory_order_relaxed);
         spdlog::warn("accept: cannot hand the connection over: {}", release_error.message());
       } else {
-        asio::post(workers_.loop(worker), [this, worker, protocol, fd] {
-          asio::ip::tcp::socket s(workers_.loop(worker));
+        asio::post(workers_.slot_executor(worker), [this, worker, protocol, fd] {
+          asio::ip::tcp::socket s(workers_.connection_executor(worker));
           boost::system::error_code assign_error;
           s.assign(protocol, fd, assign_error);
           if (assign_error) {
@@ -118,16 +119,21 @@ void TcpServer::adopt(std::size_t worker, asio::ip::tcp::socket socket) {
   auto& live = live_[worker];
   live.emplace(connection.get(), connection);
   connection->set_close_observer([this, worker](TcpConnection& c) {
-    live_[worker].erase(&c);
     open_.fetch_sub(1, std::memory_order_relaxed);
     if (c.close_kind() == CloseReason::Kind::handshake_failed)
       handshake_failures_.fetch_add(1, std::memory_order_relaxed);
-    // The last connection closed in time: the deadline has nothing left to do
-    // and must not hold the loop open until it expires.
-    if (live_[worker].empty())
-      if (auto deadline = deadline_[worker].lock()) deadline->cancel();
+    // The slot's bookkeeping is the slot's: at once when the connection runs
+    // on the slot's loop, else posted there (`c` is only a key by then).
+    asio::dispatch(workers_.slot_executor(worker), [this, worker, key = &c] {
+      live_[worker].erase(key);
+      // The last connection closed in time: the deadline has nothing left to
+      // do and must not hold the loop open until it expires.
+      if (live_[worker].empty())
+        if (auto deadline = deadline_[worker].lock()) deadline->cancel();
+    });
   });
-  connection->start();
+  // On the connection's own executor (the slot's loop, or its strand).
+  asio::dispatch(connection->get_executor(), [connection] { connection->start(); });
 }
 
 std::vector<std::shared_ptr<TcpConnection>> TcpServer::live_on(std::size_t worker) {
@@ -143,17 +149,21 @@ void TcpServer::shutdown(std::chrono::milliseconds deadline) {
   accept_pause_.cancel();
   acceptor_.close(ignored);
   for (std::size_t w = 0; w < workers_.size(); ++w) {
-    asio::post(workers_.loop(w), [this, w, deadline] {
-      for (auto& c : live_on(w)) c->close({CloseReason::Kind::shutdown, {}});
+    asio::post(workers_.slot_executor(w), [this, w, deadline] {
+      // Each connection is closed on its own executor (at once on a loop of its slot).
+      for (auto& c : live_on(w))
+        asio::dispatch(c->get_executor(), [c] { c->close({CloseReason::Kind::shutdown, {}}); });
       if (live_[w].empty()) return;
-      auto timer = std::make_shared<asio::steady_timer>(workers_.loop(w), deadline);
+      auto timer = std::make_shared<asio::steady_timer>(workers_.slot_executor(w), deadline);
       deadline_[w] = timer;
       timer->async_wait([this, w, timer, deadline](const boost::system::error_code& ec) {
         if (ec) return;
         for (auto& c : live_on(w)) {
           aborted_.fetch_add(1, std::memory_order_relaxed);
-          c->abort({CloseReason::Kind::shutdown, fmt::format("not closed {} ms after shutdown began: aborted",
-                                                             deadline.count())});
+          asio::dispatch(c->get_executor(), [c, deadline] {
+            c->abort({CloseReason::Kind::shutdown,
+                      fmt::format("not closed {} ms after shutdown began: aborted", deadline.count())});
+          });
         }
       });
     });

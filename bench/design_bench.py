@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""The server's two CPU designs side by side: one loop per worker thread, and
+one loop run by a thread pool with a strand per connection (`--design`), on
+Volley's echo server, samples of the two interleaved in one run. The
+pipelined echo (32-byte messages, 1000 in flight per client) with one
+client, with three (two worker loops then carry two and one: uneven), with
+100, over TCP and TLS; and true round trips. Ratios are thread pool / loop
+per thread. Markdown on stdout, every sample in bench/results/design.json."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from bench_common import ServerProcess, median
+from echo_bench import client
+
+SAMPLES = int(os.environ.get("BENCH_SAMPLES", "5"))
+SECONDS = float(os.environ.get("BENCH_SECONDS", "2"))
+CROSS = ("server CPU 1, client CPU 0", "1", "0")
+SHARED = ("unpinned (2 CPUs shared)", None, None)
+DESIGNS = ("loop-per-thread", "thread-pool")
+
+
+def server(bindir, cpu, design, threads, proto="tcp", certs=None):
+    argv = [f"{bindir}/volley", "echo-server", "--proto", proto, "-p", "0", "-t", str(threads), "--design", design,
+            "--no-progress"]
+    if proto == "tls":
+        argv += ["--cert", f"{certs}/server.pem", "--key", f"{certs}/server.key"]
+    return ServerProcess(argv, cpu, port_from_stdout=True)
+
+
+def main():
+    bindir = sys.argv[1] if len(sys.argv) > 1 else "build/bin"
+    record = []
+    cases = [
+        ("TCP, 1 client, 1 thread", CROSS, ["-c", "1", "-t", "1"], 1, "tcp", False),
+        ("TCP, 1 client, 2 threads", SHARED, ["-c", "1", "-t", "1"], 2, "tcp", False),
+        ("TCP, 3 clients, 2 threads (uneven)", SHARED, ["-c", "3", "-t", "1"], 2, "tcp", False),
+        ("TCP, 100 clients, 2 threads", SHARED, ["-c", "100", "-t", "2"], 2, "tcp", False),
+        ("TLS 1.3, 100 clients, 2 threads", SHARED, ["-c", "100", "-t", "2"], 2, "tls", False),
+        ("TCP round trip, 1 client, 1 thread", CROSS, ["-c", "1", "-t", "1", "--rtt"], 1, "tcp", True),
+        ("TCP round trip, 1 client, 2 threads", SHARED, ["-c", "1", "-t", "1", "--rtt"], 2, "tcp", True),
+    ]
+    print(f"## Loop per thread and thread pool: Volley's echo server ({SECONDS:g} s per sample, median of "
+          f"{SAMPLES}, the designs interleaved)\n")
+    print("| case | placement | loop per thread | thread pool | thread pool / loop per thread |")
+    print("|---|---|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as certs:
+        here = os.path.dirname(os.path.abspath(__file__))
+        subprocess.run([f"{here}/../scripts/make-test-certs.sh", certs], check=True, stdout=subprocess.DEVNULL)
+        for name, (place, scpu, ccpu), args, threads, proto, rtt in cases:
+            samples = {d: [] for d in DESIGNS}
+            for _ in range(SAMPLES):
+                for design in DESIGNS:
+                    s = server(bindir, scpu, design, threads, proto, certs)
+                    samples[design].append(client(bindir, ccpu, s.port, args, proto, certs))
+                    s.stop()
+            for d in DESIGNS:
+                for x in samples[d]:
+                    if x["errors"] or x["mismatched_bytes"]:
+                        print(f"<!-- {name}, {d}: {x['errors']} errors, {x['mismatched_bytes']} bytes mismatched -->")
+            record.append({"case": name, "placement": place, **samples})
+            if rtt:
+                lpt, tp = (median([x["rtt_ns"]["p50"] / 1e3 for x in samples[d]]) for d in DESIGNS)
+                print(f"| {name}, p50 | {place} | {lpt:.1f} us | {tp:.1f} us | {tp / lpt:.2f} (lower is better) |",
+                      flush=True)
+            else:
+                lpt, tp = (median([x["msgs_per_s"] for x in samples[d]]) for d in DESIGNS)
+                print(f"| {name} | {place} | {lpt:,.0f} msgs/s | {tp:,.0f} msgs/s | {tp / lpt:.2f} |", flush=True)
+    print()
+    os.makedirs("bench/results", exist_ok=True)
+    with open("bench/results/design.json", "w") as f:
+        json.dump(record, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

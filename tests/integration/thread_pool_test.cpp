@@ -1,0 +1,135 @@
+// The thread-pool design in process: one io_context run by two threads, each
+// connection on a strand of its own. Sessions with heartbeat timers echo
+// every message of many clients at once, the shutdown closes every
+// connection on its own strand, and the acceptor's per-worker bookkeeping
+// holds (run under ThreadSanitizer by `make tsan`).
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <volley/net/server.hpp>
+#include <volley/net/session.hpp>
+#include <volley/wire/checked.hpp>
+
+#include "raw_client.hpp"
+#include "server_thread.hpp"
+
+namespace volley::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Echo final : public net::SessionEvents {
+ public:
+  Echo(std::atomic<std::uint64_t>& messages, std::atomic<int>& open) : messages_(messages), open_(open) {}
+  void on_open(net::Session&) override { open_.fetch_add(1); }
+  void on_message(net::Session& s, std::span<const std::byte> payload) override {
+    messages_.fetch_add(1, std::memory_order_relaxed);
+    s.send(payload);
+  }
+  void on_close(net::Session&, const net::CloseReason&) override { open_.fetch_sub(1); }
+
+ private:
+  std::atomic<std::uint64_t>& messages_;
+  std::atomic<int>& open_;
+};
+
+// Sends `count` numbered frames and reads until every echo is back, in order
+// (the server's heartbeats, sent while a client is quiet, are skipped).
+// Returns the number echoed in order.
+int talk(int port, int id, int count) {
+  RawClient socket(port);
+  wire::checked::FrameDecoder decoder(1024);
+  int next = 0;
+  for (int k = 0; k < count; ++k) {
+    const std::string text = std::to_string(id) + ":" + std::to_string(k);
+    std::vector<std::byte> frame(wire::checked::kHeaderSize + text.size());
+    std::error_code ec;
+    wire::checked::encode(wire::checked::FrameType::message, std::as_bytes(std::span(text)), frame, ec);
+    socket.send(frame);
+    if (k % 10 == 9) std::this_thread::sleep_for(2ms);  // quiet moments: heartbeats go out
+  }
+  std::vector<std::byte> pending;  // read, not yet fed to the decoder
+  std::size_t taken = 0;
+  while (next < count) {
+    const auto r = decoder.next();
+    if (r.status == wire::checked::DecodeStatus::frame) {
+      if (r.frame.type == wire::checked::FrameType::heartbeat) continue;
+      const std::string got(reinterpret_cast<const char*>(r.frame.payload.data()), r.frame.payload.size());
+      if (got != std::to_string(id) + ":" + std::to_string(next)) return next;
+      ++next;
+      continue;
+    }
+    if (r.status == wire::checked::DecodeStatus::rejected) return next;
+    if (taken == pending.size()) {
+      pending = socket.read_some(4096);  // empty after 5 s of nothing
+      taken = 0;
+      if (pending.empty()) return next;
+    }
+    taken += decoder.feed(std::span(pending).subspan(taken));
+  }
+  return next;
+}
+
+TEST(ThreadPoolDesign, SessionsWithHeartbeatTimersEchoEveryMessageOfManyClientsInOrder) {
+  std::atomic<std::uint64_t> messages{0};
+  std::atomic<int> open{0};
+  net::ServerOptions options{.bind = "127.0.0.1", .port = 0, .threads = 2};
+  options.design = net::Design::thread_pool;
+  net::Server server(options);
+  net::SessionOptions session;
+  session.heartbeat_interval = 5ms;  // timers firing on the strands all the time
+  session.heartbeat_misses = 2000;   // raw clients send none: never call them silent here
+  server.listen([&](std::size_t) {
+    return std::make_unique<net::Session>(net::make_checked_codec(1024), session,
+                                          std::make_unique<Echo>(messages, open));
+  });
+  ASSERT_EQ(server.workers().design(), net::Design::thread_pool);
+  ServerThread running(server);
+  constexpr int kClients = 16, kMessages = 300;
+  std::vector<int> echoed(kClients, 0);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i)
+    clients.emplace_back([&, i] { echoed[static_cast<std::size_t>(i)] = talk(server.port(), i, kMessages); });
+  for (auto& c : clients) c.join();
+  for (int i = 0; i < kClients; ++i) EXPECT_EQ(echoed[static_cast<std::size_t>(i)], kMessages) << "client " << i;
+  EXPECT_EQ(messages.load(), static_cast<std::uint64_t>(kClients) * kMessages);
+}
+
+// Connections still open when the server stops are closed, each on its own
+// strand; the stop returns once all have closed (well before its deadline).
+TEST(ThreadPoolDesign, AStopClosesEveryOpenConnection) {
+  std::atomic<std::uint64_t> messages{0};
+  std::atomic<int> open{0};
+  net::ServerOptions options{.bind = "127.0.0.1", .port = 0, .threads = 2};
+  options.design = net::Design::thread_pool;
+  net::Server server(options);
+  net::SessionOptions quiet;
+  quiet.heartbeat_interval = std::chrono::milliseconds(0);  // the clients' only input is the end of stream
+  server.listen([&](std::size_t) {
+    return std::make_unique<net::Session>(net::make_checked_codec(1024), quiet,
+                                          std::make_unique<Echo>(messages, open));
+  });
+  std::thread runner([&] { server.run(); });
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < 40; ++i) clients.push_back(std::make_unique<RawClient>(server.port()));
+  for (int i = 0; i < 500 && open.load() < 40; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(open.load(), 40);  // (no ASSERT: the server thread must be stopped and joined below either way)
+  const auto start = std::chrono::steady_clock::now();
+  server.stop();
+  // Each client sees the server's end of stream and closes, as a peer does.
+  for (auto& c : clients) {
+    EXPECT_TRUE(c->peer_closed());
+    c->close();
+  }
+  runner.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s) << "the stop waited for its deadline";
+  EXPECT_EQ(open.load(), 0);
+  EXPECT_EQ(server.aborted_at_shutdown(), 0u);
+}
+
+}  // namespace
+}  // namespace volley::test
