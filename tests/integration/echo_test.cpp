@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "child_process.hpp"
+#include "http_client.hpp"
 #include "listening_server.hpp"
 #include "raw_client.hpp"
 
@@ -237,7 +238,8 @@ TEST(Echo, HelpDescribesEveryFlagAndBadFlagsFail) {
     EXPECT_NE(help.stdout_text().find(flag), std::string::npos) << flag;
   ChildProcess server_help({bin("volley"), "echo-server", "--help"}, dir.file("server-help"));
   ASSERT_EQ(server_help.wait_for(20s).value_or(-1), 0);
-  for (const char* flag : {"--proto", "--port", "--threads", "--busy-poll", "--design", "--cert", "--key", "--json"})
+  for (const char* flag : {"--proto", "--port", "--threads", "--busy-poll", "--design", "--metrics", "--cert", "--key",
+                           "--json"})
     EXPECT_NE(server_help.stdout_text().find(flag), std::string::npos) << flag;
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"echo-client", "--proto", "quic"}, {"echo-client", "-c", "0"}, {"echo-client", "-s", "x"},
@@ -255,9 +257,17 @@ TEST(Echo, HelpDescribesEveryFlagAndBadFlagsFail) {
 // strand of its own. The same results as one loop per thread.
 TEST(EchoThreadPool, ManyClientsGetEveryByteBackAndTheCountsAgree) {
   TempDir dir;
-  EchoServer server(dir, {"-t", "2", "--design", "thread-pool"});
+  EchoServer server(dir, {"-t", "2", "--design", "thread-pool", "--metrics", "127.0.0.1:0"});
   const auto r = run_client(dir, server.port(), {"-c", "100", "-t", "2", "-m", "50", "-s", "64", "-z", "1"});
   expect_clean_run(r, 64);
+  // --metrics: the counters written from both threads of the pool add up.
+  const std::string out = server.process().stdout_text();
+  const auto at = out.find("metrics http ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const auto scrape = HttpClient(std::stoi(out.substr(out.rfind(':', out.find('\n', at)) + 1))).get("/metrics");
+  ASSERT_TRUE(scrape);
+  EXPECT_EQ(metric_value(scrape->body, "volley_echoed_bytes_total"), json_u64(r.report, "total_bytes")) << scrape->body;
+  EXPECT_EQ(metric_value(scrape->body, "volley_connections_opened_total"), 100) << scrape->body;
   const auto totals = server.stop();
   EXPECT_EQ(json_u64(totals, "bytes"), json_u64(r.report, "total_bytes"));
   EXPECT_EQ(json_u64(totals, "connections"), 100u);

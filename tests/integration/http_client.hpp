@@ -49,6 +49,8 @@ class HttpClient {
     return read();
   }
 
+  void close() { socket_.close(); }
+
   // True when the server closed the connection with nothing more to say.
   bool closed_by_server() { return pending_.empty() && socket_.peer_closed(); }
 

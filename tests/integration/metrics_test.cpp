@@ -77,6 +77,7 @@ TEST(Metrics, PingpongServerCountsLiveSessionsAndEndsEqualToItsReport) {
     body = a->body;
   }
   ASSERT_EQ(metric_value(body, "volley_sessions_open"), 0) << body;
+  scraper.close();  // a scraper that stayed would hold the stop up to its linger
 
   server.send_signal(SIGTERM);
   ASSERT_EQ(server.wait_for(20s).value_or(-1), 0) << server.stderr_text();
@@ -105,6 +106,60 @@ TEST(Metrics, PingpongServerCountsLiveSessionsAndEndsEqualToItsReport) {
         << body;
   }
   EXPECT_EQ(ended, field(report, "sessions"));
+}
+
+// The gNB target: frames, bytes and rejections per type, replies and
+// connection ends, equal to its report once the generator has finished.
+TEST(Metrics, TargetCountsPerMessageTypeAsItsReportDoes) {
+  TempDir dir;
+  ChildProcess target({bin("volley"), "target", "--port", "0", "--json", "--no-progress", "--threads", "2", "--reply",
+                       "ack", "--metrics", "127.0.0.1:0", "--port-file", dir.file("port")},
+                      dir.file("target"));
+  const int port = wait_for_port_file(dir.file("port"), target);
+  ASSERT_GT(port, 0) << target.stderr_text();
+  const int mport = metrics_port(target);
+  ASSERT_GT(mport, 0) << target.stdout_text();
+  // Control and data frames, and ack frames over their body limit (rejected).
+  ChildProcess gen({bin("traffic_generator"), "-p", std::to_string(port), "-m", "1001:10:45", "-m", "8001:100:45", "-m",
+                    "1002:40:10", "--allow-invalid", "-t", "0.3", "-c", "2", "--no-progress"},
+                   dir.file("gen"));
+  ASSERT_EQ(gen.wait_for(60s).value_or(-1), 0) << gen.stderr_text();
+  HttpClient scraper(mport);
+  std::string body;
+  for (int i = 0; i < 500; ++i) {  // until both connections' ends are counted
+    const auto a = scraper.get("/metrics");
+    ASSERT_TRUE(a);
+    body = a->body;
+    if (metric_value(body, "volley_connections_opened_total") == 2 &&
+        metric_value(body, "volley_connections_closed_total{reason=\"peer_closed\"}") +
+                metric_value(body, "volley_connections_closed_total{reason=\"protocol_error\"}") ==
+            2)
+      break;
+    std::this_thread::sleep_for(10ms);
+  }
+  scraper.close();
+  target.send_signal(SIGTERM);
+  ASSERT_EQ(target.wait_for(20s).value_or(-1), 0) << target.stderr_text();
+  const auto report = boost::json::parse(report_text(target.stdout_text())).as_object();
+  std::uint64_t frames = 0;
+  for (const auto& t : report.at("types").as_array()) {
+    const auto& type = t.as_object();
+    const std::string name(type.at("name").as_string());
+    SCOPED_TRACE(name);
+    frames += field(type, "frames");
+    EXPECT_EQ(metric_value(body, "volley_gnb_frames_received_total{type=\"" + name + "\"}"), field(type, "frames"));
+    EXPECT_EQ(metric_value(body, "volley_gnb_received_bytes_total{type=\"" + name + "\"}"), field(type, "bytes"));
+    const auto& rejected = type.at("rejected").as_object();
+    EXPECT_EQ(metric_value(body, "volley_gnb_frames_rejected_total{type=\"" + name + "\",reason=\"body_too_long\"}"),
+              field(rejected, "body_too_long"));
+  }
+  EXPECT_GT(frames, 0u);
+  const auto& ack = report.at("types").as_array()[1].as_object();
+  EXPECT_GT(field(ack.at("rejected").as_object(), "body_too_long"), 0u) << "the over-long acks were counted";
+  EXPECT_EQ(metric_value(body, "volley_gnb_replies_sent_total{kind=\"ack\"}"),
+            field(report.at("replies").as_object(), "ack"));
+  EXPECT_EQ(metric_value(body, "volley_connections_opened_total"),
+            field(report.at("connections").as_object(), "accepted"));
 }
 
 TEST(Metrics, TheFlagIsInTheHelpAndAnAddressThatIsNotOneIsRefused) {

@@ -22,6 +22,7 @@
 #include "file_limit.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
+#include "metrics_service.hpp"
 #include "progress_timer.hpp"
 #include "tls_flags.hpp"
 
@@ -39,6 +40,7 @@ struct EchoServerOptions {
   bool json = false;
   bool progress = true;
   TlsServerFlags tls;  // --proto tls sets tls.tls
+  MetricsFlags metrics;
 };
 
 // A slot's counters, read by the reporter: written by one worker loop, or
@@ -208,6 +210,22 @@ int run_echo_server(const EchoServerOptions& o) {
     t.handshake_failures = server.handshake_failures();
     return t;
   };
+  // The counters are relaxed atomics: a scrape sums them where it is.
+  MetricsService metrics(server, o.metrics, [&](http::MetricsEndpoint::Answer answer) {
+    const EchoServerTotals t = sum();
+    metrics::PrometheusText out;
+    const auto counter = [&](const char* name, const char* help, std::uint64_t v) {
+      out.family(name, "counter", help);
+      out.sample(name, static_cast<double>(v));
+    };
+    counter("volley_connections_opened_total", "Connections accepted (TCP, TLS).", t.connections);
+    counter("volley_echoed_bytes_total", "Bytes echoed back.", t.bytes);
+    counter("volley_echoed_datagrams_total", "Datagrams echoed back (UDP).", t.datagrams);
+    counter("volley_errors_total", "Connections ended by an I/O error, and UDP send errors.", t.errors);
+    write_server_metrics(out, server);
+    answer(out.text());
+  });
+
   const auto start = Clock::now();
   EchoServerTotals last{};
   ProgressTimer progress(server.control_loop(), [&] {
@@ -222,11 +240,13 @@ int run_echo_server(const EchoServerOptions& o) {
     announce_listening(to_string(o.proto), o.listen.bind, port, o.listen.port_file);
     spdlog::info("volley echo-server: {} on {}:{}, {} worker threads ({}){}", to_string(o.proto), o.listen.bind, port,
                  workers.size(), net::to_string(o.design), o.busy_poll ? ", busy-poll" : "");
+    metrics.start();
     if (o.progress) progress.start();
   });
   // The UDP sockets are the echo server's own; the Server closes the TCP and TLS connections itself.
   server.on_stop([&] {
     progress.stop();
+    metrics.stop();
     for (std::size_t w = 0; w < workers.size() && !udp.empty(); ++w)
       asio::post(workers.loop(w), [&, w] { udp[w]->stop(); });
   });
@@ -266,6 +286,7 @@ Runner add_echo_server_command(CLI::App& app) {
   cmd->add_option("-t,--threads", o->threads, "Worker loops (threads)")->check(CLI::Range(1, 256))->capture_default_str();
   cmd->add_flag("--busy-poll", o->busy_poll, "Worker loops spin instead of sleeping in the kernel (a CPU each)");
   add_design_flag(*cmd, o->design);
+  add_metrics_flag(*cmd, o->metrics);
   cmd->add_option("--cert", o->tls.cert, "TLS: certificate chain (PEM)")->check(CLI::ExistingFile);
   cmd->add_option("--key", o->tls.key, "TLS: private key (PEM)")->check(CLI::ExistingFile);
   cmd->add_option("--client-ca", o->tls.client_ca, "TLS: require a client certificate signed by this CA (mutual TLS)")

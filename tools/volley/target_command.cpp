@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
+#include "metrics_service.hpp"
 #include "tls_flags.hpp"
 #include "progress_timer.hpp"
 #include "session_options.hpp"
@@ -35,6 +36,7 @@ struct TargetOptions {
   TlsServerFlags tls;
   std::int64_t heartbeat_ms = 0;
   unsigned heartbeat_misses = 3;
+  MetricsFlags metrics;
 
   net::SessionOptions session_options() const {
     net::SessionOptions s;
@@ -117,6 +119,14 @@ int run_target(const TargetOptions& o) {
     return 1;
   }
 
+  // The counters are relaxed atomics: a scrape sums them where it is.
+  MetricsService metrics(server, o.metrics, [&](http::MetricsEndpoint::Answer answer) {
+    metrics::PrometheusText out;
+    write_metrics(out, sum(stats));
+    write_server_metrics(out, server);
+    answer(out.text());
+  });
+
   const auto start = Clock::now();
   TargetTotals last{};
   ProgressTimer progress(server.control_loop(), [&] {
@@ -136,9 +146,13 @@ int run_target(const TargetOptions& o) {
     spdlog::info("volley target listening on {}:{} ({}{} worker threads, handler {}, reply {})",
                  local.address().to_string(), local.port(), o.tls.tls ? "TLS, " : "", server.threads(),
                  to_string(o.handler), to_string(o.reply));
+    metrics.start();
     if (o.progress) progress.start();
   });
-  server.on_stop([&] { progress.stop(); });
+  server.on_stop([&] {
+    progress.stop();
+    metrics.stop();
+  });
   server.run();
 
   const TargetTotals totals = sum(stats);
@@ -176,6 +190,7 @@ Runner add_target_command(CLI::App& app) {
   auto o = std::make_shared<TargetOptions>();
   add_listen_flags(*cmd, o->listen);
   add_tls_server_flags(*cmd, o->tls);
+  add_metrics_flag(*cmd, o->metrics);
   cmd->add_option("-t,--threads", o->threads, "Worker loops (threads); connections are spread round-robin")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));

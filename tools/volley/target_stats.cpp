@@ -90,4 +90,45 @@ boost::json::object to_json(const TargetTotals& t) {
   };
 }
 
+void write_metrics(metrics::PrometheusText& out, const TargetTotals& t) {
+  const auto num = [](std::uint64_t v) { return static_cast<double>(v); };
+  out.family("volley_gnb_frames_received_total", "counter", "gNB frames accepted, by message type.");
+  for (std::size_t i = 0; i < gnb::kTypeCount; ++i)
+    out.sample("volley_gnb_frames_received_total", {{"type", gnb::kTypes[i].name}}, num(t.types[i].frames));
+  out.family("volley_gnb_received_bytes_total", "counter", "Wire bytes of the accepted gNB frames, by message type.");
+  for (std::size_t i = 0; i < gnb::kTypeCount; ++i)
+    out.sample("volley_gnb_received_bytes_total", {{"type", gnb::kTypes[i].name}}, num(t.types[i].bytes));
+  out.family("volley_gnb_frames_rejected_total", "counter",
+             "gNB frames rejected, by message type and reason (type \"unknown\": no known type).");
+  for (std::size_t i = 0; i < gnb::kTypeCount; ++i) {
+    out.sample("volley_gnb_frames_rejected_total", {{"type", gnb::kTypes[i].name}, {"reason", "body_too_long"}},
+               num(t.types[i].rejected_too_long));
+    out.sample("volley_gnb_frames_rejected_total", {{"type", gnb::kTypes[i].name}, {"reason", "body_too_short"}},
+               num(t.types[i].rejected_too_short));
+  }
+  out.sample("volley_gnb_frames_rejected_total", {{"type", "unknown"}, {"reason", "unknown_type"}}, num(t.unknown_type));
+  out.sample("volley_gnb_frames_rejected_total", {{"type", "unknown"}, {"reason", "length_over_maximum"}},
+             num(t.length_over_maximum));
+  out.family("volley_gnb_replies_sent_total", "counter", "Replies sent, by kind.");
+  out.sample("volley_gnb_replies_sent_total", {{"kind", "ack"}}, num(t.replies_ack));
+  out.sample("volley_gnb_replies_sent_total", {{"kind", "nack"}}, num(t.replies_nack));
+  out.sample("volley_gnb_replies_sent_total", {{"kind", "ack_checksum"}}, num(t.replies_ack_checksum));
+  out.family("volley_connections_opened_total", "counter", "Connections accepted.");
+  out.sample("volley_connections_opened_total", num(t.connections_opened));
+  out.family("volley_connections_closed_total", "counter", "Connections ended, by reason.");
+  const std::pair<const char*, std::uint64_t> closes[] = {
+      {"peer_closed", t.closed_peer},        {"protocol_error", t.closed_protocol_error},
+      {"io_error", t.closed_io_error},       {"shutdown", t.closed_shutdown},
+      {"slow_consumer", t.closed_slow_consumer}, {"idle_timeout", t.closed_idle},
+      {"handshake_failed", t.closed_handshake_failed}, {"heartbeat_timeout", t.closed_heartbeat_timeout}};
+  for (const auto& [reason, n] : closes) out.sample("volley_connections_closed_total", {{"reason", reason}}, num(n));
+  out.family("volley_connections_closed_mid_frame_total", "counter",
+             "Connections that ended with part of a frame read (also counted by reason).");
+  out.sample("volley_connections_closed_mid_frame_total", num(t.closed_mid_frame));
+  out.family("volley_heartbeats_received_total", "counter", "Keepalives received (counted as each connection ends).");
+  out.sample("volley_heartbeats_received_total", num(t.keepalives_in));
+  out.family("volley_heartbeats_sent_total", "counter", "Keepalives sent (counted as each connection ends).");
+  out.sample("volley_heartbeats_sent_total", num(t.keepalives_out));
+}
+
 }  // namespace volley::tools

@@ -8,6 +8,7 @@
 #include <boost/json/object.hpp>
 
 #include <volley/metrics/counter.hpp>
+#include <volley/metrics/prometheus.hpp>
 #include <volley/gnb/protocol.hpp>
 
 namespace volley::tools {
@@ -50,5 +51,7 @@ struct TargetTotals {
 
 TargetTotals sum(const std::vector<TargetStats>& per_loop);
 boost::json::object to_json(const TargetTotals& totals);
+// The same numbers in the Prometheus text format, for --metrics.
+void write_metrics(metrics::PrometheusText& out, const TargetTotals& totals);
 
 }  // namespace volley::tools
