@@ -1,7 +1,9 @@
 // HTTP/1.1 on the runtime, through the metrics endpoint in process: keep-alive,
 // pipelining with answers given later from other loops, HEAD, HTTP/1.0, and
 // bad requests answered with their status without disturbing other connections.
+#include <memory>
 #include <string>
+#include <vector>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -141,6 +143,22 @@ TEST(Http, BadRequestsGetTheirStatusAndCloseWhileAnotherConnectionCarriesOn) {
   const auto after = good.get("/metrics");
   ASSERT_TRUE(after);
   EXPECT_EQ(after->body, kMetricsBody);
+}
+
+// A flood of connections to the metrics port stops at its limit: one more
+// is closed at once, and those within it are still answered.
+TEST(Http, TheEndpointHoldsAtMostItsConnectionLimit) {
+  EndpointFixture f;
+  std::vector<std::unique_ptr<HttpClient>> held;
+  for (std::size_t i = 0; i < http::MetricsEndpoint::kMaxConnections; ++i) {
+    held.push_back(std::make_unique<HttpClient>(f.port()));
+    ASSERT_TRUE(held.back()->get("/healthz"));  // accepted and counted before the next
+  }
+  HttpClient one_more(f.port());
+  EXPECT_TRUE(one_more.closed_by_server());
+  const auto a = held.front()->get("/metrics");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->body, kMetricsBody);
 }
 
 }  // namespace

@@ -26,6 +26,9 @@ namespace volley::http {
 
 class MetricsEndpoint {
  public:
+  // Connections open at once; one more is accepted and closed at once.
+  static constexpr std::size_t kMaxConnections = 64;
+
   // Called with the exposition text, from any thread, once per scrape.
   using Answer = std::function<void(std::string text)>;
   // Called on the loop of the scraping connection; answers when it can.

@@ -23,7 +23,11 @@ MetricsEndpoint::MetricsEndpoint(boost::asio::io_context& accept_loop, net::Loop
       server_(
           accept_loop, workers, endpoint,
           [this, limits](std::size_t) { return std::make_unique<ConnectionHandler>(handler_, limits, stats_); },
-          endpoint_limits()) {}
+          endpoint_limits()) {
+  // Scrapers are few; a flood of connections to this port must not take the
+  // descriptors the served traffic needs.
+  server_.set_max_connections(kMaxConnections);
+}
 
 void MetricsEndpoint::serve(const Request& request, Responder responder) {
   if (request.method != "GET" && request.method != "HEAD") {
