@@ -12,7 +12,7 @@ dir=build-tsan
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVOLLEY_TSAN=ON >/dev/null || exit 1
 cmake --build "$dir" --target volley_unit_tests volley_integration_tests || exit 1
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 exitcode=66"
-filter='EchoThreadPool.*:Echo.Tcp*:Echo.Tls*:Echo.AThousand*:Http.*:Metrics.*:ChatExample.*:Examples.*:Session*:Sessions*:RpcOver*:ServerPrograms.*:Shutdown*'
+filter='ThreadPoolDesign.*:EchoThreadPool.*:Echo.Tcp*:Echo.Tls*:Echo.AThousand*:Http.*:Metrics.*:ChatExample.*:Examples.*:Session*:Sessions*:RpcOver*:ServerPrograms.*:Shutdown*'
 log=$(mktemp)
 "$dir/bin/volley_unit_tests" 2>&1 | tee "$log"
 "$dir/bin/volley_integration_tests" --gtest_filter="$filter" 2>&1 | tee -a "$log"
