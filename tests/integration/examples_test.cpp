@@ -12,6 +12,7 @@
 
 #include "child_process.hpp"
 #include "example_server.hpp"
+#include "http_client.hpp"
 #include "listening_server.hpp"
 #include "raw_client.hpp"
 
@@ -98,6 +99,38 @@ TEST(Examples, ArqTransferDeliversEverythingInOrder) {
   const auto [code, out] = run_to_end(dir, {"arq_transfer"}, "arq");
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("all acknowledged; delivered 1000 of 1000 in order"), std::string::npos) << out;
+}
+
+TEST(Examples, HttpServerAnswersKeepAliveAndPipelinedRequestsAndRefusesGarbage) {
+  TempDir dir;
+  ExampleServer server(dir, "http_server");
+  ASSERT_GT(server.port(), 0);
+  {
+    HttpClient c(server.port());
+    const auto hello = c.get("/hello");
+    ASSERT_TRUE(hello);
+    EXPECT_EQ(hello->status, 200);
+    EXPECT_EQ(hello->body, "hello from volley\n");
+    // Two at once, answered in order on the same connection.
+    c.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhi+yoGET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n");
+    const auto echo = c.read(), missing = c.read();
+    ASSERT_TRUE(echo && missing);
+    EXPECT_EQ(echo->body, "hi+yo");
+    EXPECT_EQ(missing->status, 404);
+    const auto stats = c.get("/stats");
+    ASSERT_TRUE(stats);
+    EXPECT_EQ(stats->body, "requests 4\n");
+  }
+  {
+    HttpClient bad(server.port());
+    bad.send("NOT HTTP\r\n\r\n");
+    const auto refused = bad.read();
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 400);
+  }
+  const auto [code, out] = server.stop();
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(out.find("requests served 4, bad requests refused 1\n"), std::string::npos) << out;
 }
 
 }  // namespace
