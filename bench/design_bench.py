@@ -30,6 +30,36 @@ def server(bindir, cpu, design, threads, proto="tcp", certs=None):
     return ServerProcess(argv, cpu, port_from_stdout=True)
 
 
+def target_sample(bindir, design, connections):
+    """volley target (2 threads) fed by the generator; the target's CPU per frame and the frames it took."""
+    s = ServerProcess([f"{bindir}/volley", "target", "-p", "0", "-t", "2", "--design", design, "--no-progress",
+                       "--json"], None, port_from_stdout=True)
+    gen = subprocess.run([f"{bindir}/traffic_generator", "-p", s.port, "-m", "1001:64:25", "-m", "1002:16:25", "-m",
+                          "8001:1200:50", "-c", str(connections), "-t", str(SECONDS), "--no-progress", "--json"],
+                         capture_output=True, text=True, timeout=SECONDS + 60)
+    s.stop()
+    if gen.returncode != 0:
+        sys.exit(f"traffic_generator failed: {gen.stderr}")
+    report = json.loads(s.proc.stdout.read())
+    return {"cpu_ns_per_frame": report["cpu_ns_per_frame"], "frames": report["frames"],
+            "frames_per_s": report["frames"] / json.loads(gen.stdout)["seconds"]}
+
+
+def target_rows(bindir, record):
+    for connections in (1, 4):
+        name = f"gNB target, 2 threads, {connections} generator connection{'s' if connections > 1 else ''}"
+        samples = {d: [] for d in DESIGNS}
+        for _ in range(SAMPLES):
+            for design in DESIGNS:
+                samples[design].append(target_sample(bindir, design, connections))
+        record.append({"case": name, "placement": SHARED[0], **samples})
+        lpt, tp = (median([x["frames_per_s"] for x in samples[d]]) for d in DESIGNS)
+        print(f"| {name}, frames/s | {SHARED[0]} | {lpt:,.0f} | {tp:,.0f} | {tp / lpt:.2f} |", flush=True)
+        lpt, tp = (median([x["cpu_ns_per_frame"] for x in samples[d]]) for d in DESIGNS)
+        print(f"| {name}, target CPU per frame | {SHARED[0]} | {lpt:.1f} ns | {tp:.1f} ns | {tp / lpt:.2f} "
+              "(lower is better) |", flush=True)
+
+
 def main():
     bindir = sys.argv[1] if len(sys.argv) > 1 else "build/bin"
     record = []
@@ -68,6 +98,7 @@ def main():
             else:
                 lpt, tp = (median([x["msgs_per_s"] for x in samples[d]]) for d in DESIGNS)
                 print(f"| {name} | {place} | {lpt:,.0f} msgs/s | {tp:,.0f} msgs/s | {tp / lpt:.2f} |", flush=True)
+    target_rows(bindir, record)
     print()
     os.makedirs("bench/results", exist_ok=True)
     with open("bench/results/design.json", "w") as f:

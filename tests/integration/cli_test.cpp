@@ -38,7 +38,7 @@ TEST(Cli, HelpListsEveryCommandAndFlag) {
   const Result target = run({"volley", "target", "--help"});
   EXPECT_EQ(target.code, 0);
   for (const char* flag : {"--port", "--threads", "--handler", "--reply", "--json", "--no-progress", "--port-file",
-                           "--heartbeat-ms", "--heartbeat-misses"})
+                           "--heartbeat-ms", "--heartbeat-misses", "--design", "--metrics"})
     EXPECT_NE(target.out.find(flag), std::string::npos) << flag;
   const Result gen = run({"traffic_generator", "--help"});
   EXPECT_EQ(gen.code, 0);

@@ -61,6 +61,7 @@ struct Mix {
   std::string name;
   std::vector<std::string> gen_args;
   std::string reply;
+  std::vector<std::string> target_args = {};
 };
 
 // Names the case in test listings instead of dumping its bytes.
@@ -73,7 +74,9 @@ class GeneratorIntoTarget : public ::testing::TestWithParam<Mix> {};
 TEST_P(GeneratorIntoTarget, EveryTypeCountReceivedEqualsTheCountSent) {
   const Mix& mix = GetParam();
   TempDir dir;
-  RunningTarget target(dir, {"--threads", "2", "--reply", mix.reply});
+  std::vector<std::string> target_args{"--threads", "2", "--reply", mix.reply};
+  target_args.insert(target_args.end(), mix.target_args.begin(), mix.target_args.end());
+  RunningTarget target(dir, target_args);
   ASSERT_NE(target.port(), 0);
   std::vector<std::string> args = mix.gen_args;
   args.insert(args.end(), {"-t", "1"});
@@ -115,7 +118,12 @@ INSTANTIATE_TEST_SUITE_P(
             {"-m", "1001:4:10", "-m", "1001:64:10", "-m", "1002:16:20", "-m", "1003:12:20", "-m", "1004:16:20", "-m",
              "8001:65536:10", "-m", "8001:0:10", "--random-payload", "-c", "3"},
             "ack-checksum"},
-        Mix{"paced_three_connections", {"-m", "1001:32:50", "-m", "8001:100:50", "-c", "3", "--rate", "3000"}, "ack"}),
+        Mix{"paced_three_connections", {"-m", "1001:32:50", "-m", "8001:100:50", "-c", "3", "--rate", "3000"}, "ack"},
+        // The thread-pool design: four connections' frames counted from both threads.
+        Mix{"thread_pool_four_connections",
+            {"-m", "1001:64:25", "-m", "1002:16:25", "-m", "8001:1200:50", "-c", "4"},
+            "ack",
+            {"--design", "thread-pool"}}),
     [](const auto& info) { return info.param.name; });
 
 TEST(TrafficGenerator, SeedSyntaxWithAttachedTimeWorks) {

@@ -50,9 +50,8 @@ struct WorkerCounters {
   metrics::SlotCounter bytes;
   metrics::SlotCounter datagrams;
   metrics::SlotCounter errors;
-  void set_shared(bool shared) noexcept {
-    for (auto* c : {&connections, &bytes, &datagrams, &errors}) c->set_shared(shared);
-  }
+  bool shared = false;
+  void add(metrics::SlotCounter& counter, std::uint64_t n = 1) noexcept { counter.add(n, shared); }
 };
 
 constexpr std::size_t kReadSize = 64 * 1024;
@@ -64,7 +63,7 @@ class TcpEchoHandler final : public net::StreamHandler {
  public:
   explicit TcpEchoHandler(WorkerCounters& counters) : counters_(counters) {}
 
-  void on_open(net::TcpConnection&) override { counters_.connections.add(); }
+  void on_open(net::TcpConnection&) override { counters_.add(counters_.connections); }
 
   std::span<std::byte> read_buffer() override {
     if (!current_) current_ = take_buffer();
@@ -72,7 +71,7 @@ class TcpEchoHandler final : public net::StreamHandler {
   }
 
   void on_data(net::TcpConnection& c, std::size_t n) override {
-    counters_.bytes.add(n);
+    counters_.add(counters_.bytes, n);
     if (!c.send_borrowed(std::span<const std::byte>(current_.get(), n))) return;  // closing: keep the buffer
     queued_bytes_ += n;
     in_write_.push_back({std::move(current_), n});
@@ -96,7 +95,7 @@ class TcpEchoHandler final : public net::StreamHandler {
       spdlog::warn("{}:{}: TLS handshake failed: {}", c.remote_endpoint().address().to_string(),
                    c.remote_endpoint().port(), reason.detail);
     } else if (reason.kind == net::CloseReason::Kind::io_error) {
-      counters_.errors.add();
+      counters_.add(counters_.errors);
       spdlog::debug("{}: {}", c.remote_endpoint().address().to_string(), reason.detail);
     }
   }
@@ -132,8 +131,8 @@ class UdpEchoWorker {
     endpoint_.start(
         [this](std::span<const std::byte> datagram, const asio::ip::udp::endpoint& from) {
           endpoint_.send(datagram, from);
-          counters_.datagrams.add();
-          counters_.bytes.add(datagram.size());
+          counters_.add(counters_.datagrams);
+          counters_.add(counters_.bytes, datagram.size());
         },
         [this] { count_errors(); });
   }
@@ -157,7 +156,7 @@ class UdpEchoWorker {
   void count_errors() {
     const net::UdpEndpointStats& s = endpoint_.stats();
     const std::uint64_t errors = s.send_failures + s.receive_errors + s.truncated;
-    if (errors != errors_counted_) counters_.errors.add(errors - errors_counted_);
+    if (errors != errors_counted_) counters_.add(counters_.errors, errors - errors_counted_);
     errors_counted_ = errors;
   }
 
@@ -181,7 +180,7 @@ int run_echo_server(const EchoServerOptions& o) {
   net::Server server(server_opts);
   auto& workers = server.workers();
   std::vector<WorkerCounters> counters(workers.size());
-  for (auto& c : counters) c.set_shared(o.design == net::Design::thread_pool);
+  for (auto& c : counters) c.shared = o.design == net::Design::thread_pool;
 
   std::vector<std::unique_ptr<UdpEchoWorker>> udp;
   std::uint16_t port = 0;

@@ -37,6 +37,7 @@ struct TargetOptions {
   std::int64_t heartbeat_ms = 0;
   unsigned heartbeat_misses = 3;
   MetricsFlags metrics;
+  net::Design design = net::Design::loop_per_thread;
 
   net::SessionOptions session_options() const {
     net::SessionOptions s;
@@ -109,9 +110,11 @@ void print_text_report(const TargetOptions& o, const TargetTotals& t, double sec
 
 int run_target(const TargetOptions& o) {
   net::ServerOptions server_opts = server_options(o.listen, o.threads);
+  server_opts.design = o.design;
   apply_tls(server_opts, o.tls);
   net::Server server(server_opts);
   std::vector<TargetStats> stats(server.threads());
+  for (auto& st : stats) st.shared = o.design == net::Design::thread_pool;
   try {
     server.listen([&](std::size_t w) { return make_handler(o, stats[w]); });
   } catch (const std::exception& e) {
@@ -143,9 +146,9 @@ int run_target(const TargetOptions& o) {
   server.on_ready([&] {
     const auto local = server.local_endpoint();
     announce_listening(o.tls.tls ? "tls" : "tcp", local.address().to_string(), local.port(), o.listen.port_file);
-    spdlog::info("volley target listening on {}:{} ({}{} worker threads, handler {}, reply {})",
+    spdlog::info("volley target listening on {}:{} ({}{} worker threads, {}, handler {}, reply {})",
                  local.address().to_string(), local.port(), o.tls.tls ? "TLS, " : "", server.threads(),
-                 to_string(o.handler), to_string(o.reply));
+                 net::to_string(o.design), to_string(o.handler), to_string(o.reply));
     metrics.start();
     if (o.progress) progress.start();
   });
@@ -191,6 +194,7 @@ Runner add_target_command(CLI::App& app) {
   add_listen_flags(*cmd, o->listen);
   add_tls_server_flags(*cmd, o->tls);
   add_metrics_flag(*cmd, o->metrics);
+  add_design_flag(*cmd, o->design);
   cmd->add_option("-t,--threads", o->threads, "Worker loops (threads); connections are spread round-robin")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));

@@ -30,10 +30,10 @@ class TargetLogic {
     using namespace gnb;
     if (reply_ == ReplyMode::ack) {
       const auto frame = make_ack_frame({control.transaction_id});
-      if (session_.send(frame) == net::SendResult::sent) stats_.replies_ack.add();
+      if (session_.send(frame) == net::SendResult::sent) stats_.add(stats_.replies_ack);
     } else if (reply_ == ReplyMode::ack_checksum) {
       const auto frame = make_ack_checksum_frame({control.transaction_id, wire::crc32c(control.body)});
-      if (session_.send(frame) == net::SendResult::sent) stats_.replies_ack_checksum.add();
+      if (session_.send(frame) == net::SendResult::sent) stats_.add(stats_.replies_ack_checksum);
     }
   }
   // Acks, nacks and data carry nothing the target must act on: counting them is the work.
@@ -53,13 +53,15 @@ class TargetLogic {
 template <HandlerKind Kind>
 class TargetEvents final : public net::SessionEvents {
  public:
-  TargetEvents(ReplyMode reply, TargetStats& stats) : reply_(reply), stats_(stats) { stats_.connections_opened.add(); }
+  TargetEvents(ReplyMode reply, TargetStats& stats) : reply_(reply), stats_(stats) {
+    stats_.add(stats_.connections_opened);
+  }
 
   void on_message(net::Session& s, std::span<const std::byte> whole) override {
     const gnb::Frame frame = gnb::frame_of(whole);
     auto& per_type = stats_.types[gnb::type_index(frame.type)];
-    per_type.frames.add();
-    per_type.bytes.add(whole.size());
+    stats_.add(per_type.frames);
+    stats_.add(per_type.bytes, whole.size());
     if constexpr (Kind == HandlerKind::variant) {
       gnb::dispatch(frame, TargetLogic(reply_, stats_, s));
     } else if constexpr (Kind == HandlerKind::virtual_dispatch) {
@@ -84,16 +86,16 @@ class TargetEvents final : public net::SessionEvents {
     if (too_long || error == wire::Errc::body_too_short) {  // a whole frame, skipped: the stream is in sync
       const Frame frame = frame_of(bytes);
       auto& per_type = stats_.types[type_index(frame.type)];
-      (too_long ? per_type.rejected_too_long : per_type.rejected_too_short).add();
+      stats_.add(too_long ? per_type.rejected_too_long : per_type.rejected_too_short);
       if (frame.type == MessageType::control && reply_ != ReplyMode::none && !closing) {
         const std::uint32_t id = frame.body.size() >= 4 ? wire::load_u32_be(frame.body.data()) : 0;
         const auto nack = make_nack_frame({id, too_long ? NackCause::body_too_long : NackCause::body_too_short});
-        if (s.send(nack) == net::SendResult::sent) stats_.replies_nack.add();
+        if (s.send(nack) == net::SendResult::sent) stats_.add(stats_.replies_nack);
       }
       return;
     }
     // The header cannot be trusted: the session closes.
-    (error == wire::Errc::unknown_type ? stats_.unknown_type : stats_.length_over_maximum).add();
+    stats_.add(error == wire::Errc::unknown_type ? stats_.unknown_type : stats_.length_over_maximum);
     const auto& peer = s.connection()->remote_endpoint();
     if (bytes.size() >= kHeaderSize)
       spdlog::warn("{}:{}: closing: {} (type 0x{:04x}, length {})", peer.address().to_string(), peer.port(),
@@ -105,22 +107,22 @@ class TargetEvents final : public net::SessionEvents {
   void on_close(net::Session& s, const net::CloseReason& reason) override {
     using Kind_ = net::CloseReason::Kind;
     switch (reason.kind) {
-      case Kind_::peer_closed: stats_.closed_peer.add(); break;
-      case Kind_::protocol_error: stats_.closed_protocol_error.add(); break;
-      case Kind_::io_error: stats_.closed_io_error.add(); break;
-      case Kind_::slow_consumer: stats_.closed_slow_consumer.add(); break;
-      case Kind_::idle_timeout: stats_.closed_idle.add(); break;
-      case Kind_::handshake_failed: stats_.closed_handshake_failed.add(); break;
-      case Kind_::heartbeat_timeout: stats_.closed_heartbeat_timeout.add(); break;
+      case Kind_::peer_closed: stats_.add(stats_.closed_peer); break;
+      case Kind_::protocol_error: stats_.add(stats_.closed_protocol_error); break;
+      case Kind_::io_error: stats_.add(stats_.closed_io_error); break;
+      case Kind_::slow_consumer: stats_.add(stats_.closed_slow_consumer); break;
+      case Kind_::idle_timeout: stats_.add(stats_.closed_idle); break;
+      case Kind_::handshake_failed: stats_.add(stats_.closed_handshake_failed); break;
+      case Kind_::heartbeat_timeout: stats_.add(stats_.closed_heartbeat_timeout); break;
       case Kind_::shutdown:
-      case Kind_::local_close: stats_.closed_shutdown.add(); break;
+      case Kind_::local_close: stats_.add(stats_.closed_shutdown); break;
     }
-    stats_.keepalives_in.add(s.stats().heartbeats_in);
-    stats_.keepalives_out.add(s.stats().heartbeats_out);
+    stats_.add(stats_.keepalives_in, s.stats().heartbeats_in);
+    stats_.add(stats_.keepalives_out, s.stats().heartbeats_out);
     const std::size_t partial_bytes = s.unfinished_bytes();
     auto* c = s.connection();
     if (partial_bytes > 0) {
-      stats_.closed_mid_frame.add();
+      stats_.add(stats_.closed_mid_frame);
       spdlog::warn("{}:{}: {} in the middle of a frame ({} bytes of it discarded)",
                    c->remote_endpoint().address().to_string(), c->remote_endpoint().port(),
                    net::to_string(reason.kind), partial_bytes);

@@ -1,6 +1,5 @@
 #pragma once
-// What `volley target` counts. One TargetStats per worker loop, written only by
-// that loop; the reporter sums them.
+// What `volley target` counts. One TargetStats per worker index; the reporter sums them.
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -13,22 +12,27 @@
 
 namespace volley::tools {
 
-using metrics::SingleWriterCounter;
+using metrics::SlotCounter;
 
+// Written by one worker loop in the loop-per-thread design; by every thread
+// of the pool in the thread-pool design, with `shared` set.
 struct alignas(64) TargetStats {
+  bool shared = false;  // the thread-pool design: written by any thread (first: in the hot line)
   struct PerType {
-    SingleWriterCounter frames;  // accepted frames
-    SingleWriterCounter bytes;   // their wire bytes, header included
-    SingleWriterCounter rejected_too_long;
-    SingleWriterCounter rejected_too_short;
+    SlotCounter frames;  // accepted frames
+    SlotCounter bytes;   // their wire bytes, header included
+    SlotCounter rejected_too_long;
+    SlotCounter rejected_too_short;
   };
   std::array<PerType, gnb::kTypeCount> types;
-  SingleWriterCounter replies_ack, replies_nack, replies_ack_checksum;
-  SingleWriterCounter connections_opened, closed_peer, closed_protocol_error, closed_io_error, closed_shutdown;
-  SingleWriterCounter closed_slow_consumer, closed_idle, closed_handshake_failed, closed_mid_frame;
-  SingleWriterCounter closed_heartbeat_timeout;
-  SingleWriterCounter unknown_type, length_over_maximum;
-  SingleWriterCounter keepalives_in, keepalives_out;  // added up as each session closes
+  SlotCounter replies_ack, replies_nack, replies_ack_checksum;
+  SlotCounter connections_opened, closed_peer, closed_protocol_error, closed_io_error, closed_shutdown;
+  SlotCounter closed_slow_consumer, closed_idle, closed_handshake_failed, closed_mid_frame;
+  SlotCounter closed_heartbeat_timeout;
+  SlotCounter unknown_type, length_over_maximum;
+  SlotCounter keepalives_in, keepalives_out;  // added up as each session closes
+
+  void add(SlotCounter& counter, std::uint64_t n = 1) noexcept { counter.add(n, shared); }
 };
 
 // A plain copy of the sums, for reports and progress lines.
