@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <volley/metrics/histogram.hpp>
+#include <volley/net/gather.hpp>
 #include <volley/net/server.hpp>
 #include <volley/rpc/client.hpp>
 #include <volley/rpc/server.hpp>
@@ -18,6 +19,7 @@
 #include "commands.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
+#include "metrics_service.hpp"
 #include "session_options.hpp"
 #include "tls_flags.hpp"
 
@@ -40,6 +42,7 @@ struct RpcOptions {
   TlsServerFlags server_tls;                                              // rpc-server
   SessionFlags session{.framing = "rpc"};                                 // rpc-server
   TlsClientFlags client_tls;                                              // rpc-bench
+  MetricsFlags metrics;                                                   // rpc-server
 };
 
 int run_server(const RpcOptions& o) {
@@ -66,12 +69,46 @@ int run_server(const RpcOptions& o) {
     fmt::print(stderr, "volley rpc-server: cannot listen on {}:{}: {}\n", o.listen.bind, o.listen.port, e.what());
     return 1;
   }
+  // Each worker's stats are its loop's: a scrape copies them there. Sessions'
+  // traffic counts are added as each closes; requests are counted as they come.
+  MetricsService metrics(server, o.metrics, [&](http::MetricsEndpoint::Answer answer) {
+    net::gather<rpc::RpcServerStats>(
+        server.workers(), [&](std::size_t w) { return stats[w]; },
+        [&server, &served, answer](std::vector<rpc::RpcServerStats> parts) {
+          SessionTotals sessions;
+          std::uint64_t requests = 0, error_replies = 0, ended = 0;
+          for (const auto& p : parts) {
+            sessions.opened += p.sessions;
+            sessions.stats += p.traffic;
+            for (std::size_t k = 0; k < net::CloseReason::kKinds; ++k) {
+              sessions.closes[k] += p.closes[k];
+              ended += p.closes[k];
+            }
+            requests += p.requests;
+            error_replies += p.error_replies;
+          }
+          sessions.open = sessions.opened >= ended ? sessions.opened - ended : 0;
+          metrics::PrometheusText out;
+          out.family("volley_rpc_requests_total", "counter", "RPC requests received.");
+          out.sample("volley_rpc_requests_total", static_cast<double>(requests));
+          out.family("volley_rpc_calls_answered_total", "counter", "RPC requests a handler answered.");
+          out.sample("volley_rpc_calls_answered_total", static_cast<double>(served.load()));
+          out.family("volley_rpc_error_replies_total", "counter",
+                     "Error replies: unknown id, undecodable request, handler failure, reply too large.");
+          out.sample("volley_rpc_error_replies_total", static_cast<double>(error_replies));
+          write_session_metrics(out, sessions);
+          write_server_metrics(out, server);
+          answer(out.text());
+        });
+  });
   server.on_ready([&] {
     announce_listening(o.server_tls.tls ? "tls" : "tcp", server.local_endpoint().address().to_string(), server.port(),
                        o.listen.port_file);
+    metrics.start();
     spdlog::info("volley rpc-server on {}:{} ({}{} worker threads)", server.local_endpoint().address().to_string(),
                  server.port(), o.server_tls.tls ? "TLS, " : "", server.threads());
   });
+  server.on_stop([&] { metrics.stop(); });
   server.run();
   rpc::RpcServerStats sum;
   for (const auto& s : stats) {
@@ -256,6 +293,7 @@ Runner add_rpc_commands(CLI::App& app) {
   server->add_flag("--json", o->json, "Print the final report as JSON");
   add_tls_server_flags(*server, o->server_tls);
   add_session_flags(*server, o->session, /*with_framing=*/false);
+  add_metrics_flag(*server, o->metrics);
   auto* bench = app.add_subcommand("rpc-bench", "Ping-pong and request-reply round trips against volley rpc-server");
   bench->add_option("-a,--host", o->host, "Server address")->capture_default_str();
   bench->add_option("-p,--port", o->port, "Server port")->capture_default_str();
