@@ -33,7 +33,7 @@ class EndpointFixture {
                                  std::to_string(parts[0] + parts[1]) + "\n");
                         });
                   }) {
-    server_.listen([](std::size_t) -> std::unique_ptr<net::StreamHandler> { return nullptr; });
+    // No listen(): the server only lends its loops, signals and stop to the endpoint.
     server_.on_ready([this] { endpoint_.start(); });
     server_.on_stop([this] { endpoint_.shutdown(); });
     thread_.emplace(server_);
