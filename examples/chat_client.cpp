@@ -2,11 +2,13 @@
 // everything the room says is printed. It stays connected (heartbeats,
 // reconnection with backoff; lines typed while the server is away wait in the
 // outbox). End with Ctrl-D.
-// Usage: chat_client PORT [NAME]   against `chat_server PORT`.
+// Usage: chat_client PORT [NAME [CA]]   against `chat_server PORT`; with a CA
+// certificate it speaks TLS and verifies the room's certificate with it.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -15,13 +17,14 @@
 #include <boost/asio/post.hpp>
 
 #include <volley/net/reconnecting_client.hpp>
+#include <volley/net/tls.hpp>
 
 namespace net = volley::net;
 using namespace std::chrono_literals;
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s PORT [NAME]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s PORT [NAME [CA]]\n", argv[0]);
     return 2;
   }
   const std::string name = argc > 2 ? argv[2] : "guest";
@@ -30,6 +33,13 @@ int main(int argc, char** argv) {
   options.port = static_cast<std::uint16_t>(std::atoi(argv[1]));
   options.make_codec = [] { return net::make_checked_codec(64 * 1024); };
   options.session.heartbeat_interval = 5s;
+  std::optional<boost::asio::ssl::context> context;  // outlives the client: each connection's TLS shares it
+  if (argc > 3) {
+    context.emplace(net::make_tls_client_context(argv[3], /*verify=*/true, net::TlsVersion::any));
+    options.make_transport = [&context, host = options.host] {
+      return net::make_tls_transport(*context, net::TlsRole::client, host);
+    };
+  }
   net::ReconnectingClient client(
       loop, options,
       {.on_connected = [] { std::printf("* joined the room\n"); },

@@ -9,12 +9,14 @@
 // counted. So every member still in the room has heard every message said
 // since it joined, once, in each sender's order; one that was let go knows it
 // (its connection ended) and may join again.
-// Usage: chat_server [PORT]   then `chat_client PORT NAME` in a few terminals.
+// Usage: chat_server [PORT [CERT KEY]]   then `chat_client PORT NAME [CA]` in a
+// few terminals; with a certificate and key the room speaks TLS only.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <unordered_set>
 #include <vector>
 
@@ -22,6 +24,7 @@
 
 #include <volley/net/server.hpp>
 #include <volley/net/session.hpp>
+#include <volley/net/tls.hpp>
 
 namespace net = volley::net;
 using namespace std::chrono_literals;
@@ -82,7 +85,15 @@ class Member final : public net::SessionEvents {
 
 int main(int argc, char** argv) {
   const auto port = static_cast<std::uint16_t>(argc > 1 ? std::atoi(argv[1]) : 0);
-  net::Server server({.bind = "127.0.0.1", .port = port, .threads = 2});
+  const bool tls = argc > 3;
+  // The context outlives the server: every connection's TLS shares it.
+  std::optional<boost::asio::ssl::context> context;
+  net::ServerOptions server_options{.bind = "127.0.0.1", .port = port, .threads = 2};
+  if (tls) {
+    context.emplace(net::make_tls_server_context(argv[2], argv[3]));
+    server_options.transport = [&context] { return net::make_tls_transport(*context, net::TlsRole::server); };
+  }
+  net::Server server(server_options);
   Room room(server);
   net::SessionOptions options;
   options.heartbeat_interval = 5s;
@@ -92,7 +103,7 @@ int main(int argc, char** argv) {
                                           std::make_unique<Member>(room, worker));
   });
   server.on_ready([&] {
-    std::printf("listening tcp 127.0.0.1:%u\n", server.port());
+    std::printf("listening %s 127.0.0.1:%u\n", tls ? "tls" : "tcp", server.port());
     std::fflush(stdout);
   });
   server.run();

@@ -181,4 +181,45 @@ TEST(ChatExample, TheClientSaysEachLineTypedAndPrintsWhatTheRoomSays) {
   EXPECT_NE(out.find("messages said 3,"), std::string::npos) << out;
 }
 
+// Over TLS (the server with a certificate, each client verifying it with the
+// CA): two command-line clients hear each other.
+TEST(ChatExample, OverTlsTwoClientsHearEachOther) {
+  TempDir dir;
+  ChildProcess certs({std::string(VOLLEY_SOURCE_DIR) + "/scripts/make-test-certs.sh", dir.file("certs")},
+                     dir.file("certs-log"));
+  ASSERT_EQ(certs.wait_for(60s).value_or(-1), 0) << certs.stderr_text();
+  const std::string pki = dir.file("certs");
+  ExampleServer server(dir, "chat_server", {"0", pki + "/server.pem", pki + "/server.key"});
+  ASSERT_GT(server.port(), 0);
+  // A client whose standard input says `line` and then stays open until the test is done (20 s at most).
+  const std::string done = dir.file("done");
+  const auto client = [&](const std::string& name, const std::string& line) {
+    return std::make_unique<ChildProcess>(
+        std::vector<std::string>{"/bin/sh", "-c",
+                                 "{ printf '" + line + "\\n'; i=0; while [ ! -e " + done +
+                                     " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; } | " + bin("chat_client") +
+                                     " " + std::to_string(server.port()) + " " + name + " " + pki + "/ca.pem"},
+        dir.file(name));
+  };
+  const auto printed = [](ChildProcess& p, const std::string& text) {
+    for (int i = 0; i < 800; ++i) {
+      if (p.stdout_text().find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(25ms);
+    }
+    return false;
+  };
+  // ann is in the room once it has heard its own line back; then bob speaks.
+  const auto ann = client("ann", "here");
+  ASSERT_TRUE(printed(*ann, "ann: here\n")) << ann->stdout_text() << ann->stderr_text();
+  const auto bob = client("bob", "hello over tls");
+  EXPECT_TRUE(printed(*ann, "bob: hello over tls\n")) << ann->stdout_text();
+  EXPECT_TRUE(printed(*bob, "bob: hello over tls\n")) << bob->stdout_text();
+  std::ofstream(done).put('\n');
+  EXPECT_EQ(ann->wait_for(20s), 0) << ann->stderr_text();
+  EXPECT_EQ(bob->wait_for(20s), 0) << bob->stderr_text();
+  const auto [code, out] = server.stop();
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(out.find("messages said 2,"), std::string::npos) << out;
+}
+
 }  // namespace volley::test

@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -12,14 +13,16 @@
 
 namespace volley::test {
 
-// An example server: waits for its "listening tcp ADDRESS:PORT" line.
+// An example server: waits for its "listening PROTO ADDRESS:PORT" line.
 class ExampleServer {
  public:
-  ExampleServer(const TempDir& dir, const std::string& name) : process_({bin(name), "0"}, dir.file(name)) {
+  // `args` after the program: a port of 0 (any free one) unless given.
+  ExampleServer(const TempDir& dir, const std::string& name, std::vector<std::string> args = {"0"})
+      : process_(with_program(bin(name), std::move(args)), dir.file(name)) {
     for (int i = 0; i < 2000 && port_ == 0; ++i) {
       const std::string text = process_.stdout_text();
       const auto eol = text.find('\n');
-      if (text.rfind("listening tcp ", 0) == 0 && eol != std::string::npos)
+      if (text.rfind("listening ", 0) == 0 && eol != std::string::npos)
         port_ = std::stoi(text.substr(text.rfind(':', eol) + 1));
       else
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -36,6 +39,11 @@ class ExampleServer {
   }
 
  private:
+  static std::vector<std::string> with_program(std::string program, std::vector<std::string> args) {
+    args.insert(args.begin(), std::move(program));
+    return args;
+  }
+
   ChildProcess process_;
   int port_ = 0;
 };
