@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <volley/net/reconnecting_client.hpp>
 #include <volley/net/tls.hpp>
@@ -51,9 +53,24 @@ int main(int argc, char** argv) {
        }});
   client.start();
 
+  // At the end of input: lines typed while the room was away wait in the
+  // outbox until a connection takes them (5 s at most); then the connection
+  // is flushed and closed.
+  auto work = boost::asio::make_work_guard(loop);
+  boost::asio::steady_timer wait(loop);
+  const auto give_up = std::chrono::steady_clock::now() + 5s;
+  std::function<void()> leave_when_said = [&] {
+    if (client.outbox_messages() > 0 && std::chrono::steady_clock::now() < give_up) {
+      wait.expires_after(20ms);
+      wait.async_wait([&](const boost::system::error_code&) { leave_when_said(); });
+      return;
+    }
+    client.stop();
+    work.reset();
+  };
+
   // Standard input blocks, so it is read on a thread of its own; each line is
   // handed to the loop, which owns the client.
-  auto work = boost::asio::make_work_guard(loop);
   std::thread input([&] {
     std::string line;
     while (std::getline(std::cin, line))
@@ -62,11 +79,10 @@ int main(int argc, char** argv) {
             r != net::SendResult::sent && r != net::SendResult::queued)
           std::fprintf(stderr, "* not sent: %s\n", net::to_string(r));
       });
-    boost::asio::post(loop, [&] {
-      client.stop();  // what is queued is flushed first
-      work.reset();
-    });
+    boost::asio::post(loop, [&] { leave_when_said(); });
   });
   loop.run();
   input.join();
+  if (const auto dropped = client.stats().outbox_dropped; dropped > 0)
+    std::fprintf(stderr, "* not sent, no connection to the room: %llu line(s)\n", static_cast<unsigned long long>(dropped));
 }

@@ -1,6 +1,7 @@
 // Sessions in process over loopback: heartbeats both ways, reconnection with
 // the outbox, backpressure, even spreading over workers, graceful close.
 #include <net/if.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -25,6 +26,7 @@
 #include <volley/net/reconnecting_client.hpp>
 #include <volley/net/session.hpp>
 #include <volley/net/tcp_connect.hpp>
+#include <volley/net/tls.hpp>
 #include <volley/net/server.hpp>
 #include <volley/wire/checked.hpp>
 
@@ -69,6 +71,9 @@ class SilentPeer {
     fd_ = ::accept(listen_fd_, nullptr, nullptr);
     return fd_;
   }
+  // Without blocking: a connection waits to be accepted; the accepted one has input.
+  bool connection_waiting() const { return readable(listen_fd_); }
+  bool input_waiting() const { return fd_ >= 0 && readable(fd_); }
   // Reads and discards whatever is there, without blocking.
   std::size_t drain() {
     std::size_t total = 0;
@@ -81,6 +86,11 @@ class SilentPeer {
   }
 
  private:
+  static bool readable(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+  }
+
   int listen_fd_ = -1;
   int fd_ = -1;
   std::uint16_t port_ = 0;
@@ -172,6 +182,40 @@ TEST(ReconnectingClient, AConnectionToItselfIsAFailedAttemptNotASession) {
   if (WEXITSTATUS(status) >= 10) GTEST_SKIP() << "no network namespace here (step " << WEXITSTATUS(status) << ")";
   EXPECT_EQ(WEXITSTATUS(status), 0) << (WEXITSTATUS(status) == 1 ? "the client took a connection to itself for its server"
                                                                    : "no attempt connected to itself");
+}
+
+// stop() while the TLS handshake is under way (the server accepted and never
+// answers): the connection ends at once instead of finishing the handshake
+// and staying open; the message waiting in the outbox is counted as
+// dropped; no disconnect is reported for a session that never opened.
+TEST(ReconnectingClient, AStopDuringTheTlsHandshakeEndsAtOnceAndCountsWhatTheOutboxHeld) {
+  SilentPeer server;
+  asio::io_context loop;
+  auto context = net::make_tls_client_context({}, /*verify=*/false, net::TlsVersion::any);
+  auto o = client_options(server.port());
+  o.make_transport = [&context] { return net::make_tls_transport(context, net::TlsRole::client); };
+  o.connect_timeout = 10s;  // the handshake would wait this long
+  int connected = 0, disconnected = 0;
+  net::ReconnectingClient client(loop, o,
+                                 {.on_connected = [&] { ++connected; },
+                                  .on_disconnected = [&](const net::CloseReason&) { ++disconnected; },
+                                  .on_connect_failed = {},
+                                  .on_message = {}});
+  client.start();
+  ASSERT_TRUE(run_until(loop, [&] { return server.connection_waiting(); }, 5s));
+  ASSERT_GE(server.accept(), 0);
+  ASSERT_TRUE(run_until(loop, [&] { return server.input_waiting(); }, 5s));  // the ClientHello: mid-handshake
+  const std::string text = "never sent";
+  EXPECT_EQ(client.send(std::as_bytes(std::span(text))), net::SendResult::queued);
+  const auto start = Clock::now();
+  client.stop();
+  loop.run_for(5s);  // returns when the client has nothing left to do
+  EXPECT_LT(Clock::now() - start, 2s) << "the stop waited for the handshake";
+  EXPECT_EQ(client.stats().outbox_dropped, 1u);
+  EXPECT_EQ(client.outbox_messages(), 0u);
+  EXPECT_EQ(connected, 0);
+  EXPECT_EQ(disconnected, 0);
+  EXPECT_EQ(client.stats().disconnects, 0u);
 }
 
 // The tests below run for every framing (checked, gNB, RPC) over plain TCP and over TLS alike.

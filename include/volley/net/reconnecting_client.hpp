@@ -48,6 +48,9 @@ struct ReconnectingClientStats {
   std::uint64_t outbox_refusals = 0;
   // Bytes accepted onto a connection that were still unsent when it died.
   std::uint64_t unsent_bytes_lost = 0;
+  // Messages still waiting in the outbox when stop() was called (no
+  // connection could take them then): never sent.
+  std::uint64_t outbox_dropped = 0;
 };
 
 class ReconnectingClient final : private SessionEvents {
@@ -72,7 +75,11 @@ class ReconnectingClient final : private SessionEvents {
   void set_backpressure_handler(std::function<void(bool congested)> handler) { on_backpressure_ = std::move(handler); }
   // sent, queued (outbox), or a refusal: outbox_full, invalid, closed (after stop()).
   SendResult send(std::span<const std::byte> payload);
-  // Flushes and closes the connection; no more reconnects.
+  // No more reconnects. An open connection takes what the outbox holds (as
+  // far as its high-water mark allows), then is flushed and closed; a
+  // connection still in its transport's handshake is closed at once. What
+  // stays in the outbox is dropped and counted (stats().outbox_dropped): to
+  // send it, wait for outbox_messages() to reach 0 before stopping.
   void stop();
 
   bool connected() const noexcept { return session_ != nullptr && session_->open(); }
@@ -107,6 +114,7 @@ class ReconnectingClient final : private SessionEvents {
   boost::asio::steady_timer connect_timer_;
   std::shared_ptr<TcpConnection> connection_;
   Session* session_ = nullptr;
+  bool session_opened_ = false;  // the current connection's session opened (after any handshake)
   std::deque<std::vector<std::byte>> outbox_;
   std::size_t outbox_bytes_ = 0;
   ReconnectingClientStats stats_;

@@ -84,6 +84,7 @@ void ReconnectingClient::on_connect(const boost::system::error_code& ec) {
                                                 options_.make_transport ? options_.make_transport() : nullptr);
   socket_.reset();
   session_ = raw;
+  session_opened_ = false;
   connection_->start();
 }
 
@@ -134,11 +135,18 @@ void ReconnectingClient::stop() {
     boost::system::error_code ignored;
     socket_->close(ignored);
   }
-  if (session_ != nullptr) session_->close({CloseReason::Kind::local_close, {}});
+  drain_outbox();  // what an open connection can still take
+  stats_.outbox_dropped += outbox_.size();
+  outbox_.clear();
+  outbox_bytes_ = 0;
+  // The connection, not the session: during a transport's handshake the
+  // session has not opened and could not close it.
+  if (connection_) connection_->close({CloseReason::Kind::local_close, {}});
 }
 
 void ReconnectingClient::on_open(Session& /*session*/) {
   ++stats_.connects;
+  session_opened_ = true;
   backoff_.reset();
   if (callbacks_.on_connected) callbacks_.on_connected();
   drain_outbox();
@@ -155,8 +163,9 @@ void ReconnectingClient::on_backpressure(Session& /*session*/, bool congested) {
 
 void ReconnectingClient::on_close(Session& /*session*/, const CloseReason& reason) {
   session_ = nullptr;
-  if (reason.kind == CloseReason::Kind::handshake_failed) {
-    // Never connected: a failed attempt, not a disconnect.
+  if (reason.kind == CloseReason::Kind::handshake_failed || !session_opened_) {
+    // Never connected (the handshake failed, or stop() ended it): a failed
+    // attempt, not a disconnect.
     ++stats_.failed_attempts;
     asio::post(loop_, [c = std::move(connection_)] {});
     if (!stopping_) schedule_reconnect("TLS handshake: " + reason.detail);
