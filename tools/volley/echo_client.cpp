@@ -11,9 +11,12 @@
 #include <spdlog/spdlog.h>
 
 #include <volley/net/loop_pool.hpp>
+#include <volley/net/tcp_connect.hpp>
 #include <volley/net/tls.hpp>
+#include <volley/net/websocket.hpp>
 
 #include "commands.hpp"
+#include "echo_client_connection.hpp"
 #include "echo_client_stream.hpp"
 #include "echo_client_udp.hpp"
 #include "echo_common.hpp"
@@ -42,6 +45,7 @@ struct EchoClientOptions {
   std::string ca;
   bool insecure = false;
   std::string tls_version = "any";
+  std::string ws_path = "/";
 };
 
 struct Totals {
@@ -68,7 +72,7 @@ int run_echo_client(const EchoClientOptions& o) {
     return 2;
   }
   std::unique_ptr<ssl::context> tls;
-  if (o.proto == EchoProto::tls) {
+  if (uses_tls(o.proto)) {
     if (o.insecure)
       spdlog::warn("--insecure: the server's certificate is NOT verified; anyone in the path can read and change the traffic");
     const net::TlsVersion version = o.tls_version == "1.2"   ? net::TlsVersion::tls12
@@ -77,6 +81,18 @@ int run_echo_client(const EchoClientOptions& o) {
     tls = std::make_unique<ssl::context>(net::make_tls_client_context(o.ca, !o.insecure, version));
   }
   const auto address = asio::ip::make_address(o.address);
+  // ws and wss run on Volley's own connection with the WebSocket transport.
+  std::function<std::unique_ptr<net::StreamTransport>()> ws_transport;
+  if (uses_websocket(o.proto)) {
+    net::WebSocketOptions ws;
+    ws.host = (address.is_v6() ? "[" + o.address + "]" : o.address) + ":" + std::to_string(o.port);
+    ws.target = o.ws_path;
+    ws_transport = [ws, &tls, &o] {
+      return net::make_websocket_transport(
+          net::WebSocketRole::client, ws, tls ? net::make_tls_transport(*tls, net::TlsRole::client, o.address) : nullptr);
+    };
+  }
+  std::vector<std::shared_ptr<net::TcpConnection>> connections(o.clients);  // each written by its client's loop only
 
   net::LoopPool loops(std::min(o.threads, o.clients), o.busy_poll);
   EchoRun run;
@@ -101,9 +117,21 @@ int run_echo_client(const EchoClientOptions& o) {
   for (std::size_t i = 0; i < o.clients; ++i) {
     auto& loop = loops.loop(i % loops.size());
     EchoClientCounters& c = *counters[i];
-    asio::post(loop, [&, &loop = loop, &c = c] {
+    asio::post(loop, [&, i, &loop = loop, &c = c] {
       if (o.proto == EchoProto::udp) {
         std::make_shared<UdpEchoClient>(loop, run, c, done)->start({address, o.port});
+      } else if (uses_websocket(o.proto)) {
+        boost::system::error_code ec;
+        auto socket = net::connect_tcp(loop, o.address, o.port, std::chrono::seconds(5), ec);
+        if (ec) {
+          ConnectionEchoClient::count_failure(c, "connect: " + ec.message());
+          return done();
+        }
+        net::ConnectionLimits limits;
+        limits.handshake_timeout = std::chrono::seconds(5);
+        connections[i] = std::make_shared<net::TcpConnection>(
+            std::move(socket), std::make_unique<ConnectionEchoClient>(run, c, done), limits, ws_transport());
+        connections[i]->start();
       } else if (o.proto == EchoProto::tls) {
         std::make_shared<StreamEchoClient<ssl::stream<asio::ip::tcp::socket>>>(run, c, done, loop, *tls)
             ->start({address, o.port}, o.address);
@@ -185,7 +213,7 @@ int run_echo_client(const EchoClientOptions& o) {
 }  // namespace
 
 Runner add_echo_client_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("echo-client", "Pipelined echo benchmark client (clients x messages in flight, throughput and latency report) over TCP, TLS or UDP");
+  auto* cmd = app.add_subcommand("echo-client", "Pipelined echo benchmark client (clients x messages in flight, throughput and latency report) over TCP, TLS, UDP, WebSocket or WebSocket over TLS");
   auto o = std::make_shared<EchoClientOptions>();
   add_proto_option(*cmd, o->proto);
   cmd->add_option("-a,--address", o->address, "Server address (numeric)")->capture_default_str();
@@ -207,6 +235,7 @@ Runner add_echo_client_command(CLI::App& app) {
   cmd->add_option("--tls-version", o->tls_version, "TLS: any (1.2 or 1.3), 1.2 or 1.3")
       ->check(CLI::IsMember({"any", "1.2", "1.3"}))
       ->capture_default_str();
+  cmd->add_option("--ws-path", o->ws_path, "WebSocket: the request target of the upgrade")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print the report as JSON on stdout");
   cmd->add_flag("!--no-progress", o->progress, "No progress line each second on stderr");
   return [o] { return run_echo_client(*o); };

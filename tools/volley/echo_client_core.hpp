@@ -60,4 +60,25 @@ struct EchoClientCounters {
   EchoRun::Clock::time_point finished{};
 };
 
+// What every echo client does with bytes that came back: checks them against
+// the pattern at their offset, counts them and the messages they complete,
+// and with --rtt times each round trip. `received` and `sent_at` are the
+// connection's; returns the messages completed.
+inline std::uint64_t take_echo(const EchoRun& run, EchoClientCounters& counters, std::uint64_t& received,
+                               EchoRun::Clock::time_point& sent_at, std::span<const std::byte> got) {
+  if (!run.pattern->matches(received, got)) counters.mismatched_bytes.add(got.size());
+  const std::uint64_t before = received / run.message_size;
+  received += got.size();
+  counters.bytes_received.add(got.size());
+  const std::uint64_t completed = received / run.message_size - before;
+  counters.messages.add(completed);
+  if (completed > 0 && run.rtt) {
+    const auto now = EchoRun::Clock::now();
+    counters.rtt_ns.record(
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - sent_at).count()));
+    sent_at = now;
+  }
+  return completed;
+}
+
 }  // namespace volley::tools

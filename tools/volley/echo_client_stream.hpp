@@ -114,18 +114,8 @@ class StreamEchoClient : public std::enable_shared_from_this<StreamEchoClient<St
   }
 
   void on_read(std::size_t n) {
-    const std::span<const std::byte> got(buffer_.get(), n);
-    if (!run_.pattern->matches(received_, got)) counters_.mismatched_bytes.add(n);
-    const std::uint64_t before = received_ / run_.message_size;
-    received_ += n;
-    counters_.bytes_received.add(n);
-    const std::uint64_t completed = received_ / run_.message_size - before;
-    counters_.messages.add(completed);
-    if (completed > 0 && run_.rtt) {
-      const auto now = EchoRun::Clock::now();
-      counters_.rtt_ns.record(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - sent_at_).count()));
-      sent_at_ = now;
-    }
+    const std::uint64_t completed =
+        take_echo(run_, counters_, received_, sent_at_, std::span<const std::byte>(buffer_.get(), n));
     if (completed > 0 && run_.running()) {
       owed_ += completed * run_.message_size;
       write();

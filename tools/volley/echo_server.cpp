@@ -39,7 +39,8 @@ struct EchoServerOptions {
   net::Design design = net::Design::loop_per_thread;
   bool json = false;
   bool progress = true;
-  TlsServerFlags tls;  // --proto tls sets tls.tls
+  TlsServerFlags tls;  // --proto tls or wss sets tls.tls
+  WebSocketFlags ws;   // --proto ws or wss sets ws.ws
   MetricsFlags metrics;
 };
 
@@ -61,7 +62,8 @@ constexpr std::size_t kHighWater = 4 * 1024 * 1024;
 // back as borrowed bytes and reused once the write that carried it finished.
 class TcpEchoHandler final : public net::StreamHandler {
  public:
-  explicit TcpEchoHandler(WorkerCounters& counters) : counters_(counters) {}
+  // `handshake`: what a failed handshake is called in the log ("TLS handshake").
+  TcpEchoHandler(WorkerCounters& counters, const char* handshake) : counters_(counters), handshake_(handshake) {}
 
   void on_open(net::TcpConnection&) override { counters_.add(counters_.connections); }
 
@@ -92,9 +94,9 @@ class TcpEchoHandler final : public net::StreamHandler {
 
   void on_close(net::TcpConnection& c, const net::CloseReason& reason) override {
     if (reason.kind == net::CloseReason::Kind::handshake_failed) {
-      spdlog::warn("{}:{}: TLS handshake failed: {}", c.remote_endpoint().address().to_string(),
-                   c.remote_endpoint().port(), reason.detail);
-    } else if (reason.kind == net::CloseReason::Kind::io_error) {
+      spdlog::warn("{}:{}: {} failed: {}", c.remote_endpoint().address().to_string(), c.remote_endpoint().port(),
+                   handshake_, reason.detail);
+    } else if (reason.kind == net::CloseReason::Kind::io_error || reason.kind == net::CloseReason::Kind::protocol_error) {
       counters_.add(counters_.errors);
       spdlog::debug("{}: {}", c.remote_endpoint().address().to_string(), reason.detail);
     }
@@ -113,6 +115,7 @@ class TcpEchoHandler final : public net::StreamHandler {
   }
 
   WorkerCounters& counters_;
+  const char* handshake_;
   std::unique_ptr<std::byte[]> current_;
   std::deque<Filled> in_write_;
   std::vector<std::unique_ptr<std::byte[]>> free_;
@@ -168,15 +171,22 @@ class UdpEchoWorker {
 int run_echo_server(const EchoServerOptions& o) {
   raise_file_limit();
   if (o.proto == EchoProto::udp && o.design == net::Design::thread_pool) {
-    fmt::print(stderr, "error: --design thread-pool is for TCP and TLS; UDP echo runs one socket per worker loop\n");
+    fmt::print(stderr, "error: --design thread-pool is for the connection protocols; UDP echo runs one socket per worker loop\n");
     return 2;
   }
   net::ServerOptions server_opts = server_options(o.listen, o.threads, o.busy_poll);
   server_opts.design = o.design;
-  // TLS runs under the same connection as TCP: same echo handler, limits and shutdown.
+  // TLS and WebSocket run under the same connection as TCP: same echo
+  // handler, limits and shutdown. Each echoed batch is one WebSocket message.
   TlsServerFlags tls = o.tls;
-  tls.tls = o.proto == EchoProto::tls;
+  tls.tls = uses_tls(o.proto);
   apply_tls(server_opts, tls);
+  WebSocketFlags ws = o.ws;
+  ws.ws = uses_websocket(o.proto);
+  apply_websocket(server_opts, ws);
+  if (ws.ws)  // the upgrade is part of the handshake, with or without TLS
+    server_opts.connection_limits.handshake_timeout =
+        std::chrono::milliseconds(static_cast<std::int64_t>(o.tls.handshake_timeout_s * 1000));
   net::Server server(server_opts);
   auto& workers = server.workers();
   std::vector<WorkerCounters> counters(workers.size());
@@ -193,7 +203,9 @@ int run_echo_server(const EchoServerOptions& o) {
     port = endpoint.port();
   } else {
     server.listen([&](std::size_t w) -> std::unique_ptr<net::StreamHandler> {
-      return std::make_unique<TcpEchoHandler>(counters[w]);
+      return std::make_unique<TcpEchoHandler>(counters[w], o.proto == EchoProto::tls   ? "TLS handshake"
+                                                           : o.proto == EchoProto::ws  ? "WebSocket upgrade"
+                                                                                       : "TLS handshake or WebSocket upgrade");
     });
     port = server.port();
   }
@@ -217,10 +229,10 @@ int run_echo_server(const EchoServerOptions& o) {
       out.family(name, "counter", help);
       out.sample(name, static_cast<double>(v));
     };
-    counter("volley_connections_opened_total", "Connections accepted (TCP, TLS).", t.connections);
+    counter("volley_connections_opened_total", "Connections opened (TCP, TLS, WebSocket).", t.connections);
     counter("volley_echoed_bytes_total", "Bytes echoed back.", t.bytes);
     counter("volley_echoed_datagrams_total", "Datagrams echoed back (UDP).", t.datagrams);
-    counter("volley_errors_total", "Connections ended by an I/O error, and UDP send errors.", t.errors);
+    counter("volley_errors_total", "Connections ended by an I/O or WebSocket protocol error, and UDP send errors.", t.errors);
     write_server_metrics(out, server);
     answer(out.text());
   });
@@ -268,8 +280,8 @@ int run_echo_server(const EchoServerOptions& o) {
   if (o.json) {
     fmt::print("{}\n", to_json_text(report));
   } else {
-    fmt::print("connections {}, bytes echoed {}, datagrams {}, errors {}, TLS handshake failures {}, refused (out of "
-               "descriptors) {}\n",
+    fmt::print("connections {}, bytes echoed {}, datagrams {}, errors {}, handshake failures (TLS, WebSocket upgrade) {}, "
+               "refused (out of descriptors) {}\n",
                t.connections, t.bytes, t.datagrams, t.errors, t.handshake_failures, server.refused_connections());
   }
   return 0;
@@ -278,7 +290,7 @@ int run_echo_server(const EchoServerOptions& o) {
 }  // namespace
 
 Runner add_echo_server_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("echo-server", "Echo server (raw byte stream, every byte sent back) over TCP, TLS or UDP");
+  auto* cmd = app.add_subcommand("echo-server", "Echo server (raw byte stream, every byte sent back) over TCP, TLS, UDP, WebSocket or WebSocket over TLS");
   auto o = std::make_shared<EchoServerOptions>();
   add_proto_option(*cmd, o->proto);
   add_listen_flags(*cmd, o->listen);
@@ -291,9 +303,15 @@ Runner add_echo_server_command(CLI::App& app) {
   cmd->add_option("--client-ca", o->tls.client_ca, "TLS: require a client certificate signed by this CA (mutual TLS)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--handshake-timeout", o->tls.handshake_timeout_s,
-                  "TLS: seconds a client has to finish its handshake; then it is closed and counted as a failed handshake")
+                  "TLS, WebSocket: seconds a client has to finish its handshake (TLS and upgrade); then it is closed and "
+                  "counted as a failed handshake")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 3600.0));
+  cmd->add_option("--ws-path", o->ws.path, "WebSocket: the only request target served")->capture_default_str();
+  cmd->add_option("--ws-max-message", o->ws.max_message,
+                  "WebSocket: longest message accepted, in bytes (longer: closed with code 1009)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   cmd->add_flag("--json", o->json, "Print the final totals as JSON on stdout");
   cmd->add_flag("!--no-progress", o->progress, "No progress line each second on stderr");
   return [o] { return run_echo_server(*o); };

@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 
 #include <volley/net/session.hpp>
+#include <volley/gnb/protocol.hpp>
 #include <volley/gnb/session_codec.hpp>
 #include <volley/net/session_codec.hpp>
 #include <volley/net/loop_pool.hpp>
@@ -39,6 +40,7 @@ struct GenOptions {
   bool json = false;
   bool progress = true;
   TlsClientFlags tls;
+  WebSocketFlags ws;
   std::int64_t heartbeat_ms = 0;
   unsigned heartbeat_misses = 3;
 };
@@ -225,7 +227,8 @@ int run_gen(const GenOptions& o) {
 
   const std::size_t threads =
       o.threads ? o.threads : std::min<std::size_t>(o.connections, std::max(1u, std::thread::hardware_concurrency()));
-  const TransportFactory transport = tls_client_transport(o.tls, o.host);
+  const TransportFactory transport =
+      websocket_client_transport(tls_client_transport(o.tls, o.host), o.ws, o.host, o.port, gnb::frame_size);
   net::ConnectionLimits limits;
   limits.handshake_timeout = std::chrono::seconds(5);
   net::LoopPool loops(threads);
@@ -338,6 +341,7 @@ Runner add_gen_options(CLI::App& app) {
   app.add_flag("--json", o->json, "Print the final report as JSON on stdout");
   app.add_flag("!--no-progress", o->progress, "Do not print a progress line each second on stderr");
   add_tls_client_flags(app, o->tls);
+  add_websocket_flags(app, o->ws);
   return [o] { return run_gen(*o); };
 }
 

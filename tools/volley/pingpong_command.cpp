@@ -43,6 +43,7 @@ struct PingPongOptions {
   bool progress = true;
   SessionFlags session;
   TlsClientFlags tls;
+  WebSocketFlags ws;
 };
 
 std::size_t capped(std::size_t count, std::size_t size, std::size_t max_bytes) {
@@ -75,7 +76,8 @@ int run_pingpong(const PingPongOptions& o) {
   const std::size_t clients = o.group == 3 ? o.clients : 1;
   net::LoopPool loops(std::min(o.threads, clients), o.busy_poll);
   const net::SessionOptions session_options = o.session.options();
-  const TransportFactory transport = tls_client_transport(o.tls, o.address);
+  const TransportFactory transport =
+      websocket_client_transport(tls_client_transport(o.tls, o.address), o.ws, o.address, o.port, o.session.frame_size());
   net::ConnectionLimits limits;
   limits.handshake_timeout = std::chrono::seconds(5);
 
@@ -111,7 +113,7 @@ int run_pingpong(const PingPongOptions& o) {
                                                                transport ? transport() : nullptr));
   }
   spdlog::info("group {}: {} client(s) on {} loop(s){} connected to {}:{}{}", o.group, clients, loops.size(),
-               o.busy_poll ? " (busy-poll)" : "", o.address, o.port, transport ? " over TLS" : "");
+               o.busy_poll ? " (busy-poll)" : "", o.address, o.port, transport ? " over " + listening_proto(o.tls.tls, o.ws) : std::string());
   for (std::size_t i = 0; i < clients; ++i)
     asio::post(loops.loop(i % loops.size()), [c = connections[i]] { c->start(); });
   loops.start();
@@ -223,6 +225,7 @@ Runner add_pingpong_command(CLI::App& app) {
   cmd->add_flag("!--no-progress", o->progress, "No progress line per payload size on stderr");
   add_session_flags(*cmd, o->session);
   add_tls_client_flags(*cmd, o->tls);
+  add_websocket_flags(*cmd, o->ws);
   return [o] {
     if (o->session.framing != "checked") {
       spdlog::error("volley pingpong sends arbitrary payloads: it needs --framing checked");

@@ -37,6 +37,7 @@ struct ServerOptions {
   bool progress = true;
   SessionFlags session;
   TlsServerFlags tls;
+  WebSocketFlags ws;
   MetricsFlags metrics;
 };
 
@@ -111,6 +112,7 @@ int run_server(const ServerOptions& o) {
   raise_file_limit();  // a session load test holds thousands
   net::ServerOptions server_opts = server_options(o.listen, o.threads, o.busy_poll);
   apply_tls(server_opts, o.tls);
+  apply_websocket(server_opts, o.ws, o.session.frame_size());
   net::Server server(server_opts);
   std::vector<WorkerTotals> totals(server.threads());
   const net::SessionOptions session_options = o.session.options();
@@ -148,9 +150,9 @@ int run_server(const ServerOptions& o) {
   });
   server.on_ready([&] {
     const auto local = server.local_endpoint();
-    announce_listening(o.tls.tls ? "tls" : "tcp", local.address().to_string(), local.port(), o.listen.port_file);
-    spdlog::info("volley pingpong-server on {}:{} ({}{} framing, {} worker threads{}, heartbeat {} ms x {})",
-                 local.address().to_string(), local.port(), o.tls.tls ? "TLS, " : "", flags.framing, server.threads(),
+    announce_listening(listening_proto(o.tls.tls, o.ws), local.address().to_string(), local.port(), o.listen.port_file);
+    spdlog::info("volley pingpong-server on {}:{} ({}, {} framing, {} worker threads{}, heartbeat {} ms x {})",
+                 local.address().to_string(), local.port(), listening_proto(o.tls.tls, o.ws), flags.framing, server.threads(),
                  o.busy_poll ? ", busy-poll" : "", flags.heartbeat_ms, flags.heartbeat_misses);
     metrics.start();
     if (o.progress) progress.start();
@@ -204,6 +206,7 @@ Runner add_pingpong_server_command(CLI::App& app) {
   cmd->add_flag("!--no-progress", o->progress, "No progress line each second on stderr");
   add_session_flags(*cmd, o->session);
   add_tls_server_flags(*cmd, o->tls);
+  add_websocket_flags(*cmd, o->ws);
   add_metrics_flag(*cmd, o->metrics);
   return [o] { return run_server(*o); };
 }

@@ -2,7 +2,10 @@
 
 #include <map>
 
+#include <volley/gnb/protocol.hpp>
 #include <volley/gnb/session_codec.hpp>
+#include <volley/rpc/frame.hpp>
+#include <volley/wire/checked.hpp>
 #include <volley/rpc/session_codec.hpp>
 
 namespace volley::tools {
@@ -32,6 +35,12 @@ void add_heartbeat_flags(CLI::App& cmd, std::int64_t& interval_ms, unsigned& mis
   cmd.add_option("--heartbeat-misses", misses, "Heartbeat intervals of silence tolerated")
       ->check(CLI::Range(1u, 1000u))
       ->capture_default_str();
+}
+
+SessionFlags::FrameSizeFn SessionFlags::frame_size() const {
+  if (framing == "gnb") return gnb::frame_size;
+  if (framing == "rpc") return rpc::frame_size;
+  return wire::checked::frame_size;
 }
 
 void add_session_flags(CLI::App& cmd, SessionFlags& f, bool with_framing) {

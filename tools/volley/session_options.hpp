@@ -2,6 +2,7 @@
 // Command-line flags for a session's policies, shared by the tools that run sessions.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -23,6 +24,9 @@ struct SessionFlags {
 
   net::SessionOptions options() const;
   std::unique_ptr<net::SessionCodec> make_codec() const;
+  // Where this framing's stream splits into frames (one WebSocket message each).
+  using FrameSizeFn = std::size_t (*)(std::span<const std::byte>) noexcept;
+  FrameSizeFn frame_size() const;
 };
 
 // --heartbeat-ms and --heartbeat-misses alone, for programs whose other limits

@@ -34,6 +34,7 @@ struct TargetOptions {
   bool json = false;
   bool progress = true;
   TlsServerFlags tls;
+  WebSocketFlags ws;
   std::int64_t heartbeat_ms = 0;
   unsigned heartbeat_misses = 3;
   MetricsFlags metrics;
@@ -112,6 +113,7 @@ int run_target(const TargetOptions& o) {
   net::ServerOptions server_opts = server_options(o.listen, o.threads);
   server_opts.design = o.design;
   apply_tls(server_opts, o.tls);
+  apply_websocket(server_opts, o.ws, gnb::frame_size);
   net::Server server(server_opts);
   std::vector<TargetStats> stats(server.threads());
   for (auto& st : stats) st.shared = o.design == net::Design::thread_pool;
@@ -145,9 +147,9 @@ int run_target(const TargetOptions& o) {
   });
   server.on_ready([&] {
     const auto local = server.local_endpoint();
-    announce_listening(o.tls.tls ? "tls" : "tcp", local.address().to_string(), local.port(), o.listen.port_file);
-    spdlog::info("volley target listening on {}:{} ({}{} worker threads, {}, handler {}, reply {})",
-                 local.address().to_string(), local.port(), o.tls.tls ? "TLS, " : "", server.threads(),
+    announce_listening(listening_proto(o.tls.tls, o.ws), local.address().to_string(), local.port(), o.listen.port_file);
+    spdlog::info("volley target listening on {}:{} ({} worker threads, {}, handler {}, reply {})",
+                 local.address().to_string(), local.port(), listening_proto(o.tls.tls, o.ws), server.threads(),
                  net::to_string(o.design), to_string(o.handler), to_string(o.reply));
     metrics.start();
     if (o.progress) progress.start();
@@ -193,6 +195,7 @@ Runner add_target_command(CLI::App& app) {
   auto o = std::make_shared<TargetOptions>();
   add_listen_flags(*cmd, o->listen);
   add_tls_server_flags(*cmd, o->tls);
+  add_websocket_flags(*cmd, o->ws);
   add_metrics_flag(*cmd, o->metrics);
   add_design_flag(*cmd, o->design);
   cmd->add_option("-t,--threads", o->threads, "Worker loops (threads); connections are spread round-robin")

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <volley/net/tls.hpp>
+#include <volley/net/websocket.hpp>
 
 namespace volley::tools {
 
@@ -63,6 +64,44 @@ TransportFactory tls_client_transport(const TlsClientFlags& flags, const std::st
   auto context = std::make_shared<ssl::context>(net::make_tls_client_context(flags.ca, !flags.insecure, version));
   if (!flags.cert.empty()) net::use_tls_client_certificate(*context, flags.cert, flags.key);
   return [context, server_name] { return net::make_tls_transport(*context, net::TlsRole::client, server_name); };
+}
+
+void add_websocket_flags(CLI::App& cmd, WebSocketFlags& flags) {
+  cmd.add_flag("--ws", flags.ws, "Carry the protocol over WebSocket (RFC 6455): each frame one binary message (with --tls: wss)");
+  cmd.add_option("--ws-path", flags.path, "WebSocket: the request target (a server serves only this one)")
+      ->capture_default_str();
+  cmd.add_option("--ws-max-message", flags.max_message,
+                 "WebSocket: longest message accepted from the peer, in bytes (longer: closed with code 1009)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+}
+
+void apply_websocket(net::ServerOptions& options, const WebSocketFlags& flags, FrameSize frame_size) {
+  if (!flags.ws) return;
+  net::WebSocketOptions ws{.host = {}, .target = {}, .accept_target = flags.path, .max_message_size = flags.max_message,
+                           .message_size = std::move(frame_size)};
+  auto tls = options.transport;  // empty for ws, the TLS factory for wss
+  options.transport = [ws, tls] {
+    return net::make_websocket_transport(net::WebSocketRole::server, ws, tls ? tls() : nullptr);
+  };
+  if (options.connection_limits.handshake_timeout.count() == 0)
+    options.connection_limits.handshake_timeout = std::chrono::seconds(5);
+}
+
+TransportFactory websocket_client_transport(TransportFactory tls, const WebSocketFlags& flags, const std::string& host,
+                                            std::uint16_t port, FrameSize frame_size) {
+  if (!flags.ws) return tls;
+  const bool default_port = port == (tls ? 443 : 80);
+  const bool ipv6 = host.find(':') != std::string::npos;
+  const std::string authority = (ipv6 ? "[" + host + "]" : host) + (default_port ? "" : ":" + std::to_string(port));
+  net::WebSocketOptions ws{.host = authority, .target = flags.path, .accept_target = {},
+                           .max_message_size = flags.max_message, .message_size = std::move(frame_size)};
+  return [ws, tls] { return net::make_websocket_transport(net::WebSocketRole::client, ws, tls ? tls() : nullptr); };
+}
+
+std::string listening_proto(bool tls, const WebSocketFlags& flags) {
+  if (flags.ws) return tls ? "wss" : "ws";
+  return tls ? "tls" : "tcp";
 }
 
 }  // namespace volley::tools

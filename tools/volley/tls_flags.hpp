@@ -1,10 +1,14 @@
 #pragma once
-// TLS on any TCP program, one set of flags: a server gets --tls with its
-// certificate and key (and optionally --client-ca for mutual TLS); a client
-// gets --tls, verifying the server against --ca (or the system's store) by
-// default, with --insecure as the loud exception.
+// TLS and WebSocket on any TCP program, one set of flags: a server gets --tls
+// with its certificate and key (and optionally --client-ca for mutual TLS); a
+// client gets --tls, verifying the server against --ca (or the system's
+// store) by default, with --insecure as the loud exception. Either gets --ws:
+// the protocol's frames travel as WebSocket binary messages (over TLS too,
+// with both).
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include <volley/net/server.hpp>
@@ -44,5 +48,26 @@ using TransportFactory = std::function<std::unique_ptr<net::StreamTransport>()>;
 // Empty without --tls; otherwise a factory of client transports that verify
 // the server as `server_name` (unless --insecure, which is logged as a warning).
 TransportFactory tls_client_transport(const TlsClientFlags& flags, const std::string& server_name);
+
+// Where a protocol's outgoing bytes split into frames (one WebSocket message
+// each): the size of the whole frame at the start of `bytes`, 0 while incomplete.
+using FrameSize = std::function<std::size_t(std::span<const std::byte>)>;
+
+struct WebSocketFlags {
+  bool ws = false;
+  std::string path = "/";                       // client: the request target; server: the only one served
+  std::uint64_t max_message = 16u << 20;        // longest message taken from the peer
+};
+
+// Adds --ws, --ws-path and --ws-max-message.
+void add_websocket_flags(CLI::App& cmd, WebSocketFlags& flags);
+// With --ws: every connection of `options` upgrades to WebSocket first (over
+// the TLS transport apply_tls set, if any), one message per frame `frame_size` finds.
+void apply_websocket(net::ServerOptions& options, const WebSocketFlags& flags, FrameSize frame_size = {});
+// With --ws: client transports that upgrade to WebSocket (over `tls`, if set).
+TransportFactory websocket_client_transport(TransportFactory tls, const WebSocketFlags& flags,
+                                            const std::string& host, std::uint16_t port, FrameSize frame_size = {});
+// The listening line's protocol: tcp, tls, ws or wss.
+std::string listening_proto(bool tls, const WebSocketFlags& flags);
 
 }  // namespace volley::tools

@@ -73,6 +73,16 @@ inline Frame frame_of(std::span<const std::byte> whole) noexcept {
   return {static_cast<MessageType>(type), whole.subspan(kHeaderSize)};
 }
 
+// The size of the frame that starts `bytes`, by its header; 0 while the
+// header is incomplete. Where a stream of frames splits into one message per
+// frame (a WebSocket transport's WebSocketOptions::message_size).
+inline std::size_t frame_size(std::span<const std::byte> bytes) noexcept {
+  if (bytes.size() < kHeaderSize) return 0;
+  const std::byte* p = bytes.data() + 2;
+  return kHeaderSize + ((std::to_integer<std::size_t>(p[0]) << 24) | (std::to_integer<std::size_t>(p[1]) << 16) |
+                        (std::to_integer<std::size_t>(p[2]) << 8) | std::to_integer<std::size_t>(p[3]));
+}
+
 // Writes the header for any 16-bit type and length: the generator uses this to
 // produce invalid frames on purpose. `out` must hold kHeaderSize bytes.
 void write_header(std::byte* out, std::uint16_t type, std::uint32_t body_length) noexcept;

@@ -43,6 +43,14 @@ class StreamTransport {
   // the connection waits for writability and calls write_some again (with
   // nothing new, if need be) until this is false, before the write completes.
   virtual bool has_buffered_output() const { return false; }
+  enum class End { none, closed_by_peer, protocol_error };
+  // After a read_some that failed: whether the transport ended the exchange
+  // in band while the socket stays open (a WebSocket close frame received, or
+  // a protocol error answered with one). The connection then flushes,
+  // half-closes and keeps reading (the transport discards what comes) until
+  // the peer's end of the socket or the linger timeout, as after its own
+  // close(), so the peer reads the transport's last word before the socket goes.
+  virtual End ended_in_band() const { return End::none; }
   // Our orderly end (TLS close_notify), before the connection's TCP FIN.
   // Best effort and non-blocking.
   virtual void shutdown_send() = 0;

@@ -177,6 +177,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void flush();
   void on_write(const boost::system::error_code& ec, std::size_t n);
   void half_close();
+  // The transport ended the exchange in band (see StreamTransport::ended_in_band).
+  void end_in_band(StreamTransport::End end, const boost::system::error_code& ec);
   void finish(CloseReason reason);
   // Enters or leaves the full-output state; on leaving, restarts reading if asked.
   void check_output_bound(bool restart_reading);
@@ -202,6 +204,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool in_flush_completion_ = false;
   bool last_read_filled_ = false;
   bool read_pending_ = false;
+  bool ended_in_band_ = false;  // the transport ended the exchange; the socket lingers
   CloseReason pending_reason_;
   CloseReason::Kind close_kind_ = CloseReason::Kind::local_close;
   std::function<void(TcpConnection&)> close_observer_;

@@ -37,6 +37,15 @@ struct Frame {
 
 void write_header(std::byte* out, std::uint32_t sequence, std::uint32_t body_size, std::uint32_t message_id) noexcept;
 
+// The size of the frame that starts `bytes`, by its header; 0 while the
+// header is incomplete (WebSocketOptions::message_size: one message a frame).
+inline std::size_t frame_size(std::span<const std::byte> bytes) noexcept {
+  if (bytes.size() < kHeaderSize) return 0;
+  const std::byte* p = bytes.data() + 4;
+  return kHeaderSize + ((std::to_integer<std::size_t>(p[0]) << 24) | (std::to_integer<std::size_t>(p[1]) << 16) |
+                        (std::to_integer<std::size_t>(p[2]) << 8) | std::to_integer<std::size_t>(p[3]));
+}
+
 // Incremental decoder, like the gNB one: reads land in prepare(), frames come out
 // of next() as views valid until the next prepare(). A body size over the
 // maximum cannot be trusted and fails the stream for good.

@@ -35,6 +35,16 @@ std::size_t encode(FrameType type, std::span<const std::byte> payload, std::span
 std::size_t encode(FrameType type, std::span<const std::byte> payload, std::span<std::byte> out);
 std::array<std::byte, kHeaderSize> heartbeat_frame() noexcept;
 
+// The size of the frame that starts `bytes`, by its length field (never
+// under the header); 0 while the length is incomplete. Where a stream of
+// frames splits into one message per frame (WebSocketOptions::message_size).
+inline std::size_t frame_size(std::span<const std::byte> bytes) noexcept {
+  if (bytes.size() < 3) return 0;
+  const std::size_t total = (std::to_integer<std::size_t>(bytes[0]) << 16) |
+                            (std::to_integer<std::size_t>(bytes[1]) << 8) | std::to_integer<std::size_t>(bytes[2]);
+  return total < kHeaderSize ? kHeaderSize : total;
+}
+
 struct Frame {
   FrameType type;
   std::span<const std::byte> payload;

@@ -179,6 +179,10 @@ std::size_t TcpConnection::read_socket(std::span<std::byte> buffer, boost::syste
 
 void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) {
   if (state_ == State::closed) return;
+  if (ec && transport_ && !ended_in_band_) {
+    const StreamTransport::End end = transport_->ended_in_band();
+    if (end != StreamTransport::End::none) return end_in_band(end, ec);
+  }
   if (ec) {
     if (ec == asio::error::eof) {
       peer_eof_ = true;
@@ -372,6 +376,22 @@ void TcpConnection::half_close() {
   linger_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (!ec && self->state_ == State::half_closed) self->finish(std::move(self->pending_reason_));
   });
+}
+
+void TcpConnection::end_in_band(StreamTransport::End end, const boost::system::error_code& ec) {
+  ended_in_band_ = true;
+  if (state_ == State::open) {
+    pending_reason_ = end == StreamTransport::End::protocol_error ? CloseReason{CloseReason::Kind::protocol_error, ec.message()}
+                                                                   : CloseReason{CloseReason::Kind::peer_closed, {}};
+    state_ = State::flushing;
+    maybe_flush();  // what is queued still goes (a transport may drop what follows its last word)
+    if (state_ == State::closed) return;
+    if (state_ == State::flushing && !queue_.in_flight()) half_close();
+    if (state_ == State::closed) return;
+  }
+  // Flushing, or half-closed already: read on until the peer's end (or the linger timeout).
+  if (transport_->has_buffered_input()) return post_read();
+  do_read();
 }
 
 void TcpConnection::abort(CloseReason reason) {

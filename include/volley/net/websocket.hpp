@@ -1,0 +1,77 @@
+#pragma once
+/// @file
+/// WebSocket (RFC 6455) as a StreamTransport, so any TcpConnection, and any
+/// Session or protocol on it, can be reached by a WebSocket client (a
+/// browser, a load tool) and can reach a WebSocket server: the HTTP upgrade
+/// as the transport's handshake, then binary messages both ways. Over plain
+/// TCP (ws) or over TLS (wss: the TLS transport underneath).
+///
+/// Incoming messages are handed up as a byte stream (the protocol on top
+/// frames its own messages, as it does over TCP). Outgoing bytes become one
+/// binary message per write, or, given `message_size`, one message per
+/// protocol frame (a gNB or checked frame per WebSocket message, as a browser
+/// client expects). Pings are answered, a close is answered and ends the
+/// stream, and a peer that breaks the protocol gets the RFC's close code and
+/// the connection ends with the error.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <system_error>
+
+#include <volley/net/stream_transport.hpp>
+
+namespace volley::net {
+
+enum class WebSocketRole { client, server };
+
+/// How a WebSocket transport talks.
+struct WebSocketOptions {
+  /// Client: the Host header and the request target of the upgrade request.
+  std::string host = "localhost";
+  std::string target = "/";
+  /// Server: the only request target accepted (others get 404); empty: any.
+  std::string accept_target;
+  /// Longest message accepted from the peer; a longer one is refused with close code 1009.
+  std::uint64_t max_message_size = 16u << 20;
+  /// Outgoing message boundaries. Given the bytes written and not yet sent as
+  /// a message, returns the size of the whole protocol frame at their start,
+  /// or 0 while it is not complete. Empty: each write (at most 1 MiB) is a message.
+  std::function<std::size_t(std::span<const std::byte>)> message_size;
+};
+
+/// Why an upgrade failed (the connection closes with handshake_failed and this message).
+enum class WebSocketHandshakeErrc {
+  request_too_large = 1,  ///< a request or response head over 8 KiB (431)
+  malformed_head,         ///< not an HTTP/1.1 head (400)
+  not_get,                ///< a method other than GET (405)
+  not_an_upgrade,         ///< no "Upgrade: websocket" and "Connection: Upgrade" (400)
+  no_host,                ///< no Host header (400)
+  bad_version,            ///< Sec-WebSocket-Version other than 13 (426)
+  bad_key,                ///< Sec-WebSocket-Key not 16 bytes in base64 (400)
+  unknown_target,         ///< a request target the server does not serve (404)
+  refused,                ///< the server did not answer 101 Switching Protocols
+  bad_accept,             ///< the server's Sec-WebSocket-Accept does not match the key
+  closed,                 ///< the peer closed before the upgrade completed
+};
+const std::error_category& websocket_handshake_category() noexcept;
+inline std::error_code make_error_code(WebSocketHandshakeErrc e) noexcept {
+  return {static_cast<int>(e), websocket_handshake_category()};
+}
+
+/// The Sec-WebSocket-Accept value for a client's Sec-WebSocket-Key (RFC 6455, 4.2.2).
+std::string websocket_accept_key(const std::string& client_key);
+
+/// One connection's WebSocket. `tls`: a TLS transport to run it over (wss);
+/// null: straight on the socket (ws).
+std::unique_ptr<StreamTransport> make_websocket_transport(WebSocketRole role, WebSocketOptions options,
+                                                          std::unique_ptr<StreamTransport> tls = nullptr);
+
+}  // namespace volley::net
+
+/// @cond TRAITS
+template <>
+struct std::is_error_code_enum<volley::net::WebSocketHandshakeErrc> : std::true_type {};
+/// @endcond

@@ -1,0 +1,480 @@
+// The WebSocket transport: the upgrade as its handshake, then frames both
+// ways through the layer below (the socket, or TLS for wss). Frames go out of
+// a buffer of its own (a client's payload must be masked, so it is copied
+// anyway), whole frames only, so a pong or a close can always follow what is
+// already there.
+#include <volley/net/websocket.hpp>
+
+#include <openssl/rand.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include <boost/asio/error.hpp>
+
+#include <volley/wire/websocket.hpp>
+
+#include "websocket_handshake.hpp"
+
+namespace volley::net {
+namespace {
+
+namespace asio = boost::asio;
+namespace ws = wire::websocket;
+using Wait = StreamTransport::Wait;
+
+// The layer under a ws (not wss) transport: the socket itself.
+class SocketLayer final : public StreamTransport {
+ public:
+  void attach(int fd) override { fd_ = fd; }
+  Wait handshake(boost::system::error_code&) override { return Wait::none; }
+  std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec) override {
+    const ssize_t n = ::recv(fd_, buffer.data(), buffer.size(), 0);
+    if (n > 0) return static_cast<std::size_t>(n);
+    if (n == 0) {
+      ec = asio::error::eof;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      blocked_ = Wait::read;
+      ec = asio::error::would_block;
+    } else {
+      ec = {errno, boost::system::system_category()};
+    }
+    return 0;
+  }
+  std::size_t write_some(std::span<const asio::const_buffer> buffers, boost::system::error_code& ec) override {
+    std::array<iovec, 64> iov{};
+    const std::size_t count = std::min(buffers.size(), iov.size());
+    for (std::size_t i = 0; i < count; ++i) iov[i] = {const_cast<void*>(buffers[i].data()), buffers[i].size()};
+    msghdr message{};
+    message.msg_iov = iov.data();
+    message.msg_iovlen = count;
+    const ssize_t n = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      blocked_ = Wait::write;
+      ec = asio::error::would_block;
+    } else {
+      ec = {errno, boost::system::system_category()};
+    }
+    return 0;
+  }
+  Wait blocked_on() const override { return blocked_; }
+  bool has_buffered_input() const override { return false; }
+  void shutdown_send() override {}
+  std::string describe() const override { return "TCP"; }
+
+ private:
+  int fd_ = -1;
+  Wait blocked_ = Wait::none;
+};
+
+class WebSocketTransport final : public StreamTransport {
+ public:
+  static constexpr std::size_t kInputBuffer = 64 * 1024;
+  // Without message boundaries, a write is sent as messages of at most this.
+  static constexpr std::size_t kMaxStreamMessage = 1 << 20;
+
+  WebSocketTransport(WebSocketRole role, WebSocketOptions options, std::unique_ptr<StreamTransport> tls)
+      : role_(role),
+        options_(std::move(options)),
+        lower_(tls ? std::move(tls) : std::make_unique<SocketLayer>()),
+        over_tls_(dynamic_cast<SocketLayer*>(lower_.get()) == nullptr),
+        receiver_(role == WebSocketRole::server, options_.max_message_size),
+        in_(kInputBuffer) {
+    if (role_ == WebSocketRole::client) {
+      key_ = detail::make_client_key();
+      if (RAND_bytes(reinterpret_cast<unsigned char*>(&mask_state_), sizeof mask_state_) != 1 || mask_state_ == 0)
+        mask_state_ = 0x9E3779B97F4A7C15ull;
+    }
+  }
+
+  void attach(int fd) override { lower_->attach(fd); }
+
+  Wait handshake(boost::system::error_code& ec) override {
+    blocked_ = Wait::none;
+    if (phase_ == Phase::lower) {
+      const Wait wait = lower_->handshake(ec);
+      if (ec || wait != Wait::none) return wait;
+      phase_ = Phase::head;
+      if (role_ == WebSocketRole::client) {
+        const std::string request = detail::make_upgrade_request(options_.host, options_.target, key_);
+        append_out(std::as_bytes(std::span(request)));
+      }
+    }
+    // A client's request (or a server's answer) goes out before anything else.
+    if (!flush_out(ec)) return ec ? Wait::none : blocked_;
+    if (refusal_) {
+      ec = *refusal_;  // the error status went out as far as the socket took it
+      return Wait::none;
+    }
+    if (phase_ == Phase::open) return Wait::none;
+    // Read the peer's head.
+    std::size_t head = 0;
+    while ((head = detail::http_head_size(input())) == 0) {
+      if (in_end_ >= detail::kMaxHttpHead) return refuse(detail::answer_oversize_head(), ec);
+      const std::size_t n = lower_->read_some(std::span(in_).subspan(in_end_, detail::kMaxHttpHead - in_end_), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        ec = {};
+        return lower_->blocked_on() == Wait::write ? Wait::write : Wait::read;
+      }
+      if (ec == asio::error::eof) ec = make_error_code(WebSocketHandshakeErrc::closed);
+      if (ec) return Wait::none;
+      in_end_ += n;
+    }
+    const std::string_view text(reinterpret_cast<const char*>(in_.data()), head);
+    in_begin_ = head;  // what follows the head is the first frames
+    if (role_ == WebSocketRole::client) {
+      const std::error_code error = detail::check_upgrade_response(text, key_);
+      if (error) ec = error;
+      phase_ = Phase::open;
+      return Wait::none;
+    }
+    detail::UpgradeAnswer answer = detail::answer_upgrade(text, options_.accept_target);
+    if (answer.error) return refuse(std::move(answer), ec);
+    phase_ = Phase::open;
+    append_out(std::as_bytes(std::span(answer.response)));
+    if (!flush_out(ec)) return ec ? Wait::none : blocked_;
+    return Wait::none;
+  }
+
+  std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec) override {
+    if (end_) {
+      ec = *end_;
+      return 0;
+    }
+    blocked_ = Wait::none;
+    if (signal_) {  // the in-band end, said once; after it, the socket is only drained
+      ec = *signal_;
+      signal_.reset();
+      return 0;
+    }
+    if (in_band_end_ != End::none) return drain(ec);
+    stopped_full_ = false;
+    // Answers to pings wait in out_ when the socket was full: they go first.
+    if (pending_out() > 0) {
+      boost::system::error_code ignored;
+      flush_out(ignored);
+    }
+    std::size_t produced = 0;
+    bool drained = false;
+    while (!end_ && !signal_) {
+      if (in_begin_ < in_end_) {
+        const ws::Receiver::Result r = receiver_.decode(input(), buffer.subspan(produced));
+        in_begin_ += r.consumed;
+        produced += r.produced;
+        if (r.event != ws::Receiver::Event::none) {
+          on_event(r.event);
+          continue;
+        }
+        if (produced == buffer.size()) {
+          stopped_full_ = in_begin_ < in_end_;
+          break;
+        }
+      }
+      if (drained && !lower_->has_buffered_input()) break;
+      // Keep a partial frame, make room behind it.
+      if (in_begin_ == in_end_) {
+        in_begin_ = in_end_ = 0;
+      } else if (in_begin_ > 0) {
+        std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
+        in_end_ -= in_begin_;
+        in_begin_ = 0;
+      }
+      const std::size_t room = in_.size() - in_end_;
+      boost::system::error_code read_error;
+      const std::size_t n = lower_->read_some(std::span(in_).subspan(in_end_, room), read_error);
+      if (read_error == asio::error::would_block || read_error == asio::error::try_again) {
+        blocked_ = lower_->blocked_on();
+        break;
+      }
+      if (read_error) {
+        end_ = read_error;  // an end without a close frame is still an end (1006)
+        break;
+      }
+      in_end_ += n;
+      drained = n < room;
+    }
+    if (produced > 0) return produced;
+    if (end_ || signal_) return read_some(buffer, ec);
+    // An answer still waiting for room goes before more reading.
+    if (pending_out() > 0 && blocked_ != Wait::read) blocked_ = Wait::write;
+    if (blocked_ == Wait::none) blocked_ = Wait::read;
+    ec = asio::error::would_block;
+    return 0;
+  }
+
+  std::size_t write_some(std::span<const asio::const_buffer> buffers, boost::system::error_code& ec) override {
+    blocked_ = Wait::none;
+    if (!flush_out(ec)) {
+      if (!ec) ec = asio::error::would_block;
+      return 0;
+    }
+    std::size_t total = 0;
+    for (const auto& b : buffers) total += b.size();
+    if (total == 0) return 0;
+    if (close_sent_) return total;  // no message may follow a close frame: what comes after it is dropped
+    if (options_.message_size) {
+      frame_by_boundaries(buffers);
+    } else {
+      GatherCursor from(buffers);
+      for (std::size_t left = total; left > 0;) {
+        const std::size_t n = std::min(left, kMaxStreamMessage);
+        append_frame(ws::Opcode::binary, n, [&](std::byte* to, const std::array<std::byte, 4>* mask) { from.copy(to, n, mask); });
+        left -= n;
+      }
+    }
+    boost::system::error_code send_error;
+    if (!flush_out(send_error) && send_error) ec = send_error;  // taken, but the connection is broken
+    return ec ? 0 : total;
+  }
+
+  Wait blocked_on() const override { return blocked_; }
+  bool has_buffered_input() const override {
+    return end_.has_value() || signal_.has_value() || stopped_full_ || lower_->has_buffered_input();
+  }
+  End ended_in_band() const override { return in_band_end_; }
+  bool has_buffered_output() const override { return pending_out() > 0 || lower_->has_buffered_output(); }
+
+  void shutdown_send() override {
+    if (phase_ == Phase::open && !close_sent_) {
+      send_close(ws::close_code::normal);
+      boost::system::error_code ignored;
+      flush_out(ignored);
+    }
+    lower_->shutdown_send();
+  }
+
+  std::string describe() const override {
+    return over_tls_ ? "WebSocket over " + lower_->describe() : std::string("WebSocket");
+  }
+
+ private:
+  enum class Phase { lower, head, open };
+
+  // Reads a gather list front to back.
+  class GatherCursor {
+   public:
+    explicit GatherCursor(std::span<const asio::const_buffer> buffers) : buffers_(buffers) {}
+    void copy(std::byte* to, std::size_t n, const std::array<std::byte, 4>* mask) {
+      std::size_t phase = 0;
+      while (n > 0) {
+        const asio::const_buffer& b = buffers_[index_];
+        const std::size_t take = std::min(n, b.size() - offset_);
+        const auto* from = static_cast<const std::byte*>(b.data()) + offset_;
+        if (mask != nullptr) {
+          ws::mask_copy(from, to, take, *mask, phase);
+        } else {
+          std::memcpy(to, from, take);
+        }
+        to += take;
+        phase += take;
+        n -= take;
+        offset_ += take;
+        if (offset_ == b.size()) {
+          ++index_;
+          offset_ = 0;
+        }
+      }
+    }
+
+   private:
+    std::span<const asio::const_buffer> buffers_;
+    std::size_t index_ = 0;
+    std::size_t offset_ = 0;
+  };
+
+  std::span<const std::byte> input() const noexcept { return {in_.data() + in_begin_, in_end_ - in_begin_}; }
+  std::size_t pending_out() const noexcept { return out_.size() - out_sent_; }
+
+  Wait refuse(detail::UpgradeAnswer answer, boost::system::error_code& ec) {
+    refusal_ = answer.error;
+    append_out(std::as_bytes(std::span(answer.response)));
+    boost::system::error_code ignored;
+    flush_out(ignored);  // best effort: the connection closes next
+    ec = answer.error;
+    return Wait::none;
+  }
+
+  void append_out(std::span<const std::byte> bytes) { out_.insert(out_.end(), bytes.begin(), bytes.end()); }
+
+  std::array<std::byte, 4> next_mask() noexcept {
+    // xorshift64*: unpredictable enough for masking, whose point is that a
+    // script cannot choose the bytes on the wire (RFC 6455, 10.3).
+    mask_state_ ^= mask_state_ >> 12;
+    mask_state_ ^= mask_state_ << 25;
+    mask_state_ ^= mask_state_ >> 27;
+    const std::uint64_t v = mask_state_ * 0x2545F4914F6CDD1Dull;
+    std::array<std::byte, 4> key{};
+    std::memcpy(key.data(), &v, 4);
+    return key;
+  }
+
+  // Appends one whole frame; `fill(to, mask)` writes its payload.
+  template <class Fill>
+  void append_frame(ws::Opcode opcode, std::size_t length, Fill&& fill) {
+    const std::size_t at = out_.size();
+    out_.resize(at + ws::kMaxHeaderSize + length);
+    std::optional<std::array<std::byte, 4>> mask;
+    if (role_ == WebSocketRole::client) mask = next_mask();
+    const std::size_t header = ws::encode_header(out_.data() + at, true, opcode, length, mask ? &*mask : nullptr);
+    fill(out_.data() + at + header, mask ? &*mask : nullptr);
+    out_.resize(at + header + length);
+  }
+
+  void append_control(ws::Opcode opcode, std::span<const std::byte> payload) {
+    append_frame(opcode, payload.size(), [&](std::byte* to, const std::array<std::byte, 4>* mask) {
+      if (payload.empty()) return;
+      if (mask != nullptr) {
+        ws::mask_copy(payload.data(), to, payload.size(), *mask, 0);
+      } else {
+        std::memcpy(to, payload.data(), payload.size());
+      }
+    });
+  }
+
+  void send_close(std::uint16_t code) {
+    close_sent_ = true;
+    if (code == ws::close_code::no_status) return append_control(ws::Opcode::close, {});
+    const std::array<std::byte, 2> payload{std::byte{static_cast<unsigned char>(code >> 8)},
+                                           std::byte{static_cast<unsigned char>(code)}};
+    append_control(ws::Opcode::close, payload);
+  }
+
+  // One message per protocol frame: the caller's bytes wait in pending_ until
+  // their frame is whole.
+  void frame_by_boundaries(std::span<const asio::const_buffer> buffers) {
+    for (const auto& b : buffers) {
+      const auto* p = static_cast<const std::byte*>(b.data());
+      pending_.insert(pending_.end(), p, p + b.size());
+    }
+    std::size_t at = 0;
+    while (at < pending_.size()) {
+      const std::span<const std::byte> rest(pending_.data() + at, pending_.size() - at);
+      const std::size_t n = options_.message_size(rest);
+      if (n == 0 || n > rest.size()) break;
+      const std::byte* from = rest.data();
+      append_frame(ws::Opcode::binary, n, [&](std::byte* to, const std::array<std::byte, 4>* mask) {
+        if (mask != nullptr) {
+          ws::mask_copy(from, to, n, *mask, 0);
+        } else {
+          std::memcpy(to, from, n);
+        }
+      });
+      at += n;
+    }
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(at));
+  }
+
+  void on_event(ws::Receiver::Event event) {
+    switch (event) {
+      case ws::Receiver::Event::ping:
+        if (!close_sent_) append_control(ws::Opcode::pong, receiver_.control_payload());
+        break;
+      case ws::Receiver::Event::close:
+        // Answered with the same code; the messages end here (a clean end).
+        if (!close_sent_) send_close(receiver_.close_code());
+        in_band_end_ = End::closed_by_peer;
+        signal_ = asio::error::eof;
+        break;
+      case ws::Receiver::Event::error: {
+        if (!close_sent_) send_close(ws::close_code_for(static_cast<ws::Errc>(receiver_.error().value())));
+        in_band_end_ = End::protocol_error;
+        signal_ = receiver_.error();
+        break;
+      }
+      default: break;
+    }
+    if (pending_out() > 0) {
+      boost::system::error_code ignored;
+      flush_out(ignored);
+    }
+  }
+
+  // After the in-band end: what still comes is read and dropped, until the peer's end of the socket.
+  std::size_t drain(boost::system::error_code& ec) {
+    if (pending_out() > 0) {
+      boost::system::error_code ignored;
+      flush_out(ignored);
+    }
+    for (;;) {
+      const std::size_t n = lower_->read_some(in_, ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        blocked_ = lower_->blocked_on();
+        return 0;
+      }
+      if (ec) {
+        end_ = ec;
+        return 0;
+      }
+      if (n < in_.size() && !lower_->has_buffered_input()) {
+        blocked_ = Wait::read;
+        ec = asio::error::would_block;
+        return 0;
+      }
+    }
+  }
+
+  // Sends out_ (and what the layer below still holds): true when all is gone;
+  // false with `ec` clear when the socket is full (blocked_ says what to wait for).
+  bool flush_out(boost::system::error_code& ec) {
+    while (pending_out() > 0) {
+      const asio::const_buffer rest(out_.data() + out_sent_, pending_out());
+      const std::size_t n = lower_->write_some(std::span(&rest, 1), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        ec = {};
+        blocked_ = lower_->blocked_on() == Wait::read ? Wait::read : Wait::write;
+        return false;
+      }
+      if (ec) return false;
+      out_sent_ += n;
+    }
+    out_.clear();
+    out_sent_ = 0;
+    if (lower_->has_buffered_output()) {
+      lower_->write_some({}, ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) ec = {};
+      if (ec) return false;
+      if (lower_->has_buffered_output()) {
+        blocked_ = lower_->blocked_on() == Wait::read ? Wait::read : Wait::write;
+        return false;
+      }
+    }
+    return true;
+  }
+
+  WebSocketRole role_;
+  WebSocketOptions options_;
+  std::unique_ptr<StreamTransport> lower_;
+  bool over_tls_;
+  ws::Receiver receiver_;
+  Phase phase_ = Phase::lower;
+  std::string key_;  // a client's Sec-WebSocket-Key
+  std::uint64_t mask_state_ = 0;
+  std::vector<std::byte> in_;
+  std::size_t in_begin_ = 0, in_end_ = 0;
+  std::vector<std::byte> out_;
+  std::size_t out_sent_ = 0;
+  std::vector<std::byte> pending_;
+  Wait blocked_ = Wait::none;
+  bool stopped_full_ = false;
+  bool close_sent_ = false;
+  std::optional<std::error_code> refusal_;
+  End in_band_end_ = End::none;
+  std::optional<boost::system::error_code> signal_;  // the in-band end, for the next read_some
+  std::optional<boost::system::error_code> end_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamTransport> make_websocket_transport(WebSocketRole role, WebSocketOptions options,
+                                                          std::unique_ptr<StreamTransport> tls) {
+  return std::make_unique<WebSocketTransport>(role, std::move(options), std::move(tls));
+}
+
+}  // namespace volley::net

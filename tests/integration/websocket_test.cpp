@@ -1,0 +1,345 @@
+// WebSocket and WebSocket over TLS, against an independent implementation
+// (Boost.Beast's client and server) as well as Volley's own: the echo server
+// and client, the gNB target and the checked-frame ping-pong, RFC 6455's
+// control frames, fragmentation, close codes and refused upgrades.
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <volley/gnb/protocol.hpp>
+
+#include "child_process.hpp"
+#include "echo_fixture.hpp"
+#include "listening_server.hpp"
+#include "raw_client.hpp"
+
+namespace volley::test {
+namespace {
+
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+
+// Shuts a socket down when a test has waited too long, so a blocking read
+// fails instead of hanging the suite.
+class Deadline {
+ public:
+  Deadline(int fd, std::chrono::seconds after) : thread_([this, fd, after] {
+      std::unique_lock lock(mutex_);
+      if (!done_cv_.wait_for(lock, after, [this] { return done_; })) ::shutdown(fd, SHUT_RDWR);
+    }) {}
+  ~Deadline() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    done_cv_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+std::string pattern(std::size_t n, unsigned seed) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131 + seed) % 251);
+  return s;
+}
+
+// A Beast client on loopback.
+template <class Stream>
+std::string read_echo(websocket::stream<Stream>& ws, std::size_t n) {
+  std::string got;
+  beast::flat_buffer buffer;
+  while (got.size() < n) {
+    ws.read(buffer);
+    EXPECT_TRUE(ws.got_binary());
+    got += beast::buffers_to_string(buffer.data());
+    buffer.consume(buffer.size());
+  }
+  return got;
+}
+
+struct BeastClient {
+  asio::io_context io;
+  websocket::stream<tcp::socket> ws{io};
+  explicit BeastClient(int port, const std::string& target = "/") {
+    ws.next_layer().connect({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+    ws.handshake("127.0.0.1:" + std::to_string(port), target);
+    ws.binary(true);
+  }
+  std::string echo(const std::string& message) {
+    ws.write(asio::buffer(message));
+    return read_echo(ws, message.size());
+  }
+  // The close code the server sent after `message`.
+  std::uint16_t close_code_after(const std::string& message, bool text = false) {
+    ws.text(text);
+    ws.write(asio::buffer(message));
+    beast::flat_buffer buffer;
+    beast::error_code ec;
+    while (!ec) ws.read(buffer, ec);
+    EXPECT_EQ(ec, websocket::error::closed) << ec.message();
+    return ws.reason().code;
+  }
+};
+
+std::vector<std::byte> bytes_of(const std::string& s) {
+  const auto* p = reinterpret_cast<const std::byte*>(s.data());
+  return {p, p + s.size()};
+}
+
+TEST(WebSocket, TheEchoServerAnswersAnIndependentClientByteForByte) {
+  TempDir dir;
+  EchoServer server(dir, {"--proto", "ws"});
+  {
+    BeastClient client(server.port());
+    const Deadline deadline(client.ws.next_layer().native_handle(), 60s);
+    // Every length form: 7-bit, 16-bit and 64-bit.
+    for (std::size_t size : {1, 125, 126, 65535, 65536, 300000}) {
+      const std::string message = pattern(size, static_cast<unsigned>(size));
+      EXPECT_EQ(client.echo(message), message) << size;
+    }
+    // A message in three frames, a ping between two of them, and the pong back.
+    std::string pong;
+    client.ws.control_callback([&](websocket::frame_type kind, beast::string_view payload) {
+      if (kind == websocket::frame_type::pong) pong = std::string(payload);
+    });
+    const std::string whole = pattern(3000, 7);
+    client.ws.write_some(false, asio::buffer(whole.data(), 1000));
+    client.ws.ping("are you there");
+    client.ws.write_some(false, asio::buffer(whole.data() + 1000, 1000));
+    client.ws.write_some(true, asio::buffer(whole.data() + 2000, 1000));
+    EXPECT_EQ(read_echo(client.ws, whole.size()), whole);
+    EXPECT_EQ(pong, "are you there");
+    client.ws.close(websocket::close_code::normal);
+  }
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report, "connections"), 1u);
+  EXPECT_EQ(json_u64(report, "errors"), 0u);
+  EXPECT_EQ(json_u64(report, "bytes"), 1 + 125 + 126 + 65535 + 65536 + 300000 + 3000u);
+}
+
+TEST(WebSocket, ViolationsGetTheirCloseCodeAndOtherClientsAreUndisturbed) {
+  TempDir dir;
+  EchoServer server(dir, {"--proto", "ws", "--ws-max-message", "1024"});
+  BeastClient good(server.port());
+  const Deadline deadline(good.ws.next_layer().native_handle(), 60s);
+  EXPECT_EQ(good.echo("before"), "before");
+  {
+    BeastClient text(server.port());
+    EXPECT_EQ(text.close_code_after("hello", true), websocket::close_code::unknown_data);  // 1003
+  }
+  {
+    BeastClient big(server.port());
+    EXPECT_EQ(big.close_code_after(pattern(1025, 1)), websocket::close_code::too_big);  // 1009
+  }
+  {
+    // By hand: a valid upgrade, then a frame without a mask.
+    RawClient raw(server.port());
+    raw.send(bytes_of("GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"));
+    const std::string expected = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                                 "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+    const auto head = raw.read(expected.size());
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(head.data()), head.size()), expected);
+    raw.send(std::vector<std::byte>{std::byte{0x82}, std::byte{0x01}, std::byte{0x41}});
+    const auto close = raw.read(4);  // close, 2 bytes: 1002
+    EXPECT_EQ(close, (std::vector<std::byte>{std::byte{0x88}, std::byte{0x02}, std::byte{0x03}, std::byte{0xea}}));
+    EXPECT_TRUE(raw.peer_closed());
+  }
+  EXPECT_EQ(good.echo(pattern(1024, 3)), pattern(1024, 3));
+  good.ws.close(websocket::close_code::normal);
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report, "connections"), 4u);
+  EXPECT_EQ(json_u64(report, "errors"), 3u);  // the three that broke the protocol
+}
+
+TEST(WebSocket, BadUpgradeRequestsGetTheirHttpStatusAndCount) {
+  TempDir dir;
+  EchoServer server(dir, {"--proto", "ws", "--ws-path", "/echo"});
+  BeastClient good(server.port(), "/echo");
+  const Deadline deadline(good.ws.next_layer().native_handle(), 60s);
+  const std::string key = "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n";
+  const std::string upgrade = "Host: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n";
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"POST /echo HTTP/1.1\r\n" + upgrade + key + "Sec-WebSocket-Version: 13\r\n\r\n", "405"},
+      {"GET /echo HTTP/1.1\r\nHost: x\r\n" + key + "Sec-WebSocket-Version: 13\r\n\r\n", "400"},
+      {"GET /echo HTTP/1.1\r\n" + upgrade + key + "Sec-WebSocket-Version: 8\r\n\r\n", "426"},
+      {"GET / HTTP/1.1\r\n" + upgrade + key + "Sec-WebSocket-Version: 13\r\n\r\n", "404"},
+      {"GET /echo HTTP/1.1\r\nX-Filler: " + std::string(9000, 'a') + "\r\n\r\n", "431"},
+      {"\x16\x03\x01 not http at all\r\n\r\n", "400"},
+  };
+  for (const auto& [request, status] : cases) {
+    RawClient raw(server.port());
+    raw.send(bytes_of(request));
+    const auto answer = raw.read_some(4096);
+    const std::string text(reinterpret_cast<const char*>(answer.data()), answer.size());
+    EXPECT_EQ(text.substr(0, 12), "HTTP/1.1 " + status) << text;
+    EXPECT_TRUE(raw.peer_closed());
+    EXPECT_EQ(good.echo("still here"), "still here");
+  }
+  good.ws.close(websocket::close_code::normal);
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report, "handshake_failures"), cases.size());
+  EXPECT_EQ(json_u64(report, "connections"), 1u);
+}
+
+TEST(WebSocket, OverTlsAnIndependentClientAndVolleysOwnGetEveryByteBack) {
+  TempDir dir;
+  const std::string certs = make_certs(dir);
+  EchoServer server(dir, {"--proto", "wss", "--cert", certs + "/server.pem", "--key", certs + "/server.key"});
+  {
+    asio::io_context io;
+    asio::ssl::context tls(asio::ssl::context::tls_client);
+    tls.load_verify_file(certs + "/ca.pem");
+    tls.set_verify_mode(asio::ssl::verify_peer);
+    websocket::stream<asio::ssl::stream<tcp::socket>> ws(io, tls);
+    beast::get_lowest_layer(ws).connect({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(server.port())});
+    const Deadline deadline(beast::get_lowest_layer(ws).native_handle(), 60s);
+    ws.next_layer().handshake(asio::ssl::stream_base::client);
+    ws.handshake("127.0.0.1", "/");
+    ws.binary(true);
+    for (std::size_t size : {10, 70000, 1 << 20}) {
+      const std::string message = pattern(size, 9);
+      ws.write(asio::buffer(message));
+      EXPECT_EQ(read_echo(ws, size), message) << size;
+    }
+    ws.close(websocket::close_code::normal);
+  }
+  const auto r = run_client(dir, server.port(), {"--proto", "wss", "--ca", certs + "/ca.pem", "-c", "8", "-t", "2",
+                                                      "-m", "100", "-s", "100", "-z", "0.5"});
+  expect_clean_run(r, 100);
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report, "connections"), 9u);
+  EXPECT_EQ(json_u64(report, "errors"), 0u);
+  EXPECT_EQ(json_u64(report, "handshake_failures"), 0u);
+}
+
+TEST(WebSocket, VolleysClientAndServerEchoEveryByteIncludingLargeMessages) {
+  TempDir dir;
+  EchoServer server(dir, {"--proto", "ws", "-t", "2"});
+  expect_clean_run(run_client(dir, server.port(), {"--proto", "ws", "-c", "20", "-t", "2", "-m", "1000", "-s", "32",
+                                                        "-z", "0.5"}),
+                   32);
+  // Messages over the 1 MiB a write is cut into, one at a time.
+  expect_clean_run(run_client(dir, server.port(), {"--proto", "ws", "-c", "1", "--rtt", "-s", "3000000", "-z", "0.3"}),
+                   3000000);
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report, "connections"), 21u);
+  EXPECT_EQ(json_u64(report, "errors"), 0u);
+}
+
+// Volley's client against Beast's server: the upgrade, the masking and the close as another implementation reads them.
+TEST(WebSocket, VolleysClientTalksToAnIndependentServer) {
+  TempDir dir;
+  asio::io_context io;
+  tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  const int port = acceptor.local_endpoint().port();
+  constexpr int kClients = 3;
+  std::vector<std::thread> sessions;
+  std::atomic<int> clean_closes{0};
+  std::thread accepting([&] {
+    for (int i = 0; i < kClients; ++i) {
+      tcp::socket socket = acceptor.accept();
+      sessions.emplace_back([&clean_closes, socket = std::move(socket)]() mutable {
+        websocket::stream<tcp::socket> ws(std::move(socket));
+        const Deadline deadline(ws.next_layer().native_handle(), 60s);
+        beast::error_code ec;
+        ws.accept(ec);
+        if (ec) return;
+        ws.binary(true);
+        beast::flat_buffer buffer;
+        for (;;) {
+          ws.read(buffer, ec);
+          if (ec) break;
+          ws.write(buffer.data(), ec);
+          if (ec) break;
+          buffer.consume(buffer.size());
+        }
+        if (ec == websocket::error::closed && ws.reason().code == websocket::close_code::normal) ++clean_closes;
+      });
+    }
+  });
+  const auto r = run_client(dir, port, {"--proto", "ws", "-c", std::to_string(kClients), "-m", "50", "-s", "200",
+                                             "-z", "0.5"});
+  accepting.join();
+  for (auto& s : sessions) s.join();
+  expect_clean_run(r, 200);
+  EXPECT_EQ(clean_closes.load(), kClients);  // each closed with 1000, as a client should
+}
+
+TEST(WebSocket, TheGnbTargetAnswersEachFrameWithOneMessage) {
+  TempDir dir;
+  ListeningServer target(dir, {"target", "-p", "0", "-t", "1", "--json", "--no-progress", "--ws", "--reply", "ack"},
+                         "target");
+  {
+    BeastClient client(target.port());
+    const Deadline deadline(client.ws.next_layer().native_handle(), 60s);
+    // Three control frames in one message, then one frame across two messages: a stream of frames.
+    std::vector<std::byte> stream;
+    for (std::uint32_t id : {7u, 8u, 9u, 10u}) {
+      std::array<std::byte, 8> body{};
+      for (int i = 0; i < 4; ++i) body[i] = std::byte{static_cast<unsigned char>(id >> (24 - 8 * i))};
+      std::array<std::byte, gnb::kHeaderSize + 8> frame{};
+      gnb::encode_frame(gnb::MessageType::control, body, frame);
+      stream.insert(stream.end(), frame.begin(), frame.end());
+    }
+    client.ws.write(asio::buffer(stream.data(), 3 * 14));
+    client.ws.write(asio::buffer(stream.data() + 42, 5));
+    client.ws.write(asio::buffer(stream.data() + 47, 9));
+    for (std::uint32_t id : {7u, 8u, 9u, 10u}) {
+      beast::flat_buffer buffer;
+      client.ws.read(buffer);
+      const auto expected = gnb::make_ack_frame({id});
+      ASSERT_EQ(buffer.size(), expected.size());  // one ack frame per message
+      EXPECT_EQ(std::memcmp(buffer.data().data(), expected.data(), expected.size()), 0) << id;
+    }
+    client.ws.close(websocket::close_code::normal);
+  }
+  const auto report = target.stop();
+  EXPECT_EQ(json_u64(report.at("replies").as_object(), "ack"), 4u) << boost::json::serialize(report);
+}
+
+TEST(WebSocket, CheckedFramePingPongRunsOverWebSocketAndTls) {
+  TempDir dir;
+  const std::string certs = make_certs(dir);
+  for (const bool tls : {false, true}) {
+    std::vector<std::string> server_args{"--ws", "--no-progress"};
+    std::vector<std::string> client_args{bin("volley"), "pingpong", "--ws", "--json", "-g", "1",
+                                         "--sizes", "1,1000,100000", "-n", "50", "--warmup", "5"};
+    if (tls) {
+      server_args.insert(server_args.end(), {"--tls", "--cert", certs + "/server.pem", "--key", certs + "/server.key"});
+      client_args.insert(client_args.end(), {"--tls", "--ca", certs + "/ca.pem"});
+    }
+    RunningPingPongServer server(dir, server_args, 0, tls ? "pingpong-server-wss" : "pingpong-server-ws");
+    client_args.insert(client_args.end(), {"-p", std::to_string(server.port())});
+    ChildProcess client(client_args, dir.file(tls ? "pingpong-wss" : "pingpong-ws"));
+    ASSERT_EQ(client.wait_for(60s).value_or(-1), 0) << client.stderr_text();
+    const auto report = server.stop();
+    EXPECT_EQ(json_u64(report, "messages_in"), 3 * 55u) << boost::json::serialize(report);
+    EXPECT_EQ(json_u64(report, "protocol_errors"), 0u) << boost::json::serialize(report);
+  }
+}
+
+}  // namespace
+}  // namespace volley::test
