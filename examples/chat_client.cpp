@@ -2,8 +2,9 @@
 // everything the room says is printed. It stays connected (heartbeats,
 // reconnection with backoff; lines typed while the server is away wait in the
 // outbox). End with Ctrl-D.
-// Usage: chat_client PORT [NAME [CA]]   against `chat_server PORT`; with a CA
-// certificate it speaks TLS and verifies the room's certificate with it.
+// Usage: chat_client PORT [NAME [CA]] [--ws]   against `chat_server PORT`; with
+// a CA certificate it speaks TLS and verifies the room's certificate with it;
+// with --ws it speaks WebSocket (to a room started with --ws).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -20,26 +22,37 @@
 
 #include <volley/net/reconnecting_client.hpp>
 #include <volley/net/tls.hpp>
+#include <volley/net/websocket.hpp>
+#include <volley/wire/checked.hpp>
 
 namespace net = volley::net;
 using namespace std::chrono_literals;
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s PORT [NAME [CA]]\n", argv[0]);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const bool ws = std::erase(args, "--ws") > 0;
+  if (args.empty()) {
+    std::fprintf(stderr, "usage: %s PORT [NAME [CA]] [--ws]\n", argv[0]);
     return 2;
   }
-  const std::string name = argc > 2 ? argv[2] : "guest";
+  const std::string name = args.size() > 1 ? args[1] : "guest";
   boost::asio::io_context loop;
   net::ReconnectingClientOptions options;
-  options.port = static_cast<std::uint16_t>(std::atoi(argv[1]));
+  options.port = static_cast<std::uint16_t>(std::atoi(args[0].c_str()));
   options.make_codec = [] { return net::make_checked_codec(64 * 1024); };
   options.session.heartbeat_interval = 5s;
   std::optional<boost::asio::ssl::context> context;  // outlives the client: each connection's TLS shares it
-  if (argc > 3) {
-    context.emplace(net::make_tls_client_context(argv[3], /*verify=*/true, net::TlsVersion::any));
+  if (args.size() > 2) {
+    context.emplace(net::make_tls_client_context(args[2], /*verify=*/true, net::TlsVersion::any));
     options.make_transport = [&context, host = options.host] {
       return net::make_tls_transport(*context, net::TlsRole::client, host);
+    };
+  }
+  if (ws) {
+    net::WebSocketOptions websocket{.host = options.host + ":" + args[0], .message_size = volley::wire::checked::frame_size};
+    options.make_transport = [websocket, tls_transport = options.make_transport] {
+      return net::make_websocket_transport(net::WebSocketRole::client, websocket,
+                                           tls_transport ? tls_transport() : nullptr);
     };
   }
   net::ReconnectingClient client(

@@ -9,14 +9,17 @@
 // counted. So every member still in the room has heard every message said
 // since it joined, once, in each sender's order; one that was let go knows it
 // (its connection ended) and may join again.
-// Usage: chat_server [PORT [CERT KEY]]   then `chat_client PORT NAME [CA]` in a
-// few terminals; with a certificate and key the room speaks TLS only.
+// Usage: chat_server [PORT [CERT KEY]] [--ws]   then `chat_client PORT NAME [CA]
+// [--ws]` in a few terminals; with a certificate and key the room speaks TLS
+// only; with --ws, WebSocket (wss with TLS): one binary message per chat
+// message, so a browser can join too.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -25,6 +28,8 @@
 #include <volley/net/server.hpp>
 #include <volley/net/session.hpp>
 #include <volley/net/tls.hpp>
+#include <volley/net/websocket.hpp>
+#include <volley/wire/checked.hpp>
 
 namespace net = volley::net;
 using namespace std::chrono_literals;
@@ -84,14 +89,24 @@ class Member final : public net::SessionEvents {
 };
 
 int main(int argc, char** argv) {
-  const auto port = static_cast<std::uint16_t>(argc > 1 ? std::atoi(argv[1]) : 0);
-  const bool tls = argc > 3;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const bool ws = std::erase(args, "--ws") > 0;
+  const auto port = static_cast<std::uint16_t>(args.size() > 0 ? std::atoi(args[0].c_str()) : 0);
+  const bool tls = args.size() > 2;
   // The context outlives the server: every connection's TLS shares it.
   std::optional<boost::asio::ssl::context> context;
   net::ServerOptions server_options{.bind = "127.0.0.1", .port = port, .threads = 2};
   if (tls) {
-    context.emplace(net::make_tls_server_context(argv[2], argv[3]));
+    context.emplace(net::make_tls_server_context(args[1], args[2]));
     server_options.transport = [&context] { return net::make_tls_transport(*context, net::TlsRole::server); };
+  }
+  if (ws) {
+    // WebSocket over whatever is underneath (TLS or the socket); each checked frame one message.
+    net::WebSocketOptions websocket{.message_size = volley::wire::checked::frame_size};
+    server_options.transport = [websocket, tls_transport = server_options.transport] {
+      return net::make_websocket_transport(net::WebSocketRole::server, websocket,
+                                           tls_transport ? tls_transport() : nullptr);
+    };
   }
   net::Server server(server_options);
   Room room(server);
@@ -103,7 +118,7 @@ int main(int argc, char** argv) {
                                           std::make_unique<Member>(room, worker));
   });
   server.on_ready([&] {
-    std::printf("listening %s 127.0.0.1:%u\n", tls ? "tls" : "tcp", server.port());
+    std::printf("listening %s 127.0.0.1:%u\n", ws ? (tls ? "wss" : "ws") : (tls ? "tls" : "tcp"), server.port());
     std::fflush(stdout);
   });
   server.run();

@@ -1,16 +1,24 @@
 // The chat room example (examples/chat_server.cpp, chat_client.cpp) does what
 // its comments say: every message to every member once, in each sender's
 // order, across both worker loops; a member that stops reading is let go
-// rather than waited for or skipped.
+// rather than waited for or skipped. Over TCP, TLS and WebSocket (members
+// speaking through Boost.Beast's client: one chat message per WebSocket message).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <gtest/gtest.h>
 
 #include <volley/wire/checked.hpp>
@@ -24,16 +32,118 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A member of the room over a raw socket, speaking checked frames.
+// A member's connection: a raw TCP socket, or a WebSocket client (Beast's).
+class Link {
+ public:
+  virtual ~Link() = default;
+  virtual void send(std::span<const std::byte> bytes) = 0;
+  // What came next (empty: nothing for 5 s, or the end).
+  virtual std::vector<std::byte> read_some() = 0;
+};
+
+class TcpLink final : public Link {
+ public:
+  explicit TcpLink(int port) : socket_(port) {}
+  void send(std::span<const std::byte> bytes) override { socket_.send(bytes); }
+  std::vector<std::byte> read_some() override { return socket_.read_some(256 * 1024); }  // 5 s at most
+
+ private:
+  RawClient socket_;
+};
+
+// Over TLS, verifying the room with the test CA. Reads wait for the next
+// record: the room's heartbeats (every 5 s) bound the wait as the raw
+// socket's timeout does.
+class TlsLink final : public Link {
+ public:
+  TlsLink(int port, const std::string& ca) : context_(boost::asio::ssl::context::tls_client), stream_(io_, context_) {
+    context_.load_verify_file(ca);
+    stream_.set_verify_mode(boost::asio::ssl::verify_peer);
+    stream_.next_layer().connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+    stream_.next_layer().set_option(boost::asio::ip::tcp::no_delay(true));
+    stream_.handshake(boost::asio::ssl::stream_base::client);
+  }
+  void send(std::span<const std::byte> bytes) override {
+    boost::asio::write(stream_, boost::asio::buffer(bytes.data(), bytes.size()));
+  }
+  std::vector<std::byte> read_some() override {
+    std::vector<std::byte> out(256 * 1024);
+    boost::system::error_code ec;
+    out.resize(stream_.read_some(boost::asio::buffer(out), ec));
+    return out;
+  }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::ssl::context context_;
+  boost::asio::ssl::stream<boost::asio::ip::tcp::socket> stream_;
+};
+
+// Each frame one binary message (over TLS too: wss). Reads wait for the next
+// message, bounded by the room's heartbeats as above.
+template <class Stream>
+class WebSocketLink final : public Link {
+ public:
+  template <class... Args>
+  explicit WebSocketLink(int port, Args&&... args) : ws_(io_, std::forward<Args>(args)...) {
+    auto& socket = boost::beast::get_lowest_layer(ws_);
+    socket.connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+    socket.set_option(boost::asio::ip::tcp::no_delay(true));  // its frames go out as written
+    if constexpr (!std::is_same_v<Stream, boost::asio::ip::tcp::socket>)
+      ws_.next_layer().handshake(boost::asio::ssl::stream_base::client);
+    ws_.handshake("127.0.0.1:" + std::to_string(port), "/");
+    ws_.binary(true);
+  }
+  void send(std::span<const std::byte> bytes) override { ws_.write(boost::asio::buffer(bytes.data(), bytes.size())); }
+  std::vector<std::byte> read_some() override {
+    boost::beast::flat_buffer buffer;
+    boost::beast::error_code ec;
+    ws_.read(buffer, ec);
+    if (ec) return {};
+    const auto* p = static_cast<const std::byte*>(buffer.data().data());
+    return {p, p + buffer.size()};
+  }
+
+ private:
+  boost::asio::io_context io_;
+  boost::beast::websocket::stream<Stream> ws_;
+};
+
+enum class Via { tcp, tls, ws, wss };
+
+struct Pki {
+  explicit Pki(const TempDir& dir) : path(dir.file("certs")) {
+    ChildProcess p({std::string(VOLLEY_SOURCE_DIR) + "/scripts/make-test-certs.sh", path}, dir.file("certs-log"));
+    EXPECT_EQ(p.wait_for(std::chrono::seconds(60)).value_or(-1), 0) << p.stderr_text();
+    context.load_verify_file(path + "/ca.pem");
+    context.set_verify_mode(boost::asio::ssl::verify_peer);
+  }
+  std::string path;
+  boost::asio::ssl::context context{boost::asio::ssl::context::tls_client};  // for wss links
+};
+
+std::unique_ptr<Link> connect_link(int port, Via via, Pki* pki) {
+  switch (via) {
+    case Via::tls: return std::make_unique<TlsLink>(port, pki->path + "/ca.pem");
+    case Via::ws: return std::make_unique<WebSocketLink<boost::asio::ip::tcp::socket>>(port);
+    case Via::wss:
+      return std::make_unique<WebSocketLink<boost::asio::ssl::stream<boost::asio::ip::tcp::socket>>>(port, pki->context);
+    default: return std::make_unique<TcpLink>(port);
+  }
+}
+
+// A member of the room, speaking checked frames.
 class ChatPeer {
  public:
-  explicit ChatPeer(int port) : socket_(port), decoder_(64 * 1024 + wire::checked::kHeaderSize) {}
+  explicit ChatPeer(int port, Via via = Via::tcp, Pki* pki = nullptr)
+      : link_(connect_link(port, via, pki)),
+        decoder_(64 * 1024 + wire::checked::kHeaderSize) {}
 
   void say(const std::string& text) {
     std::vector<std::byte> frame(wire::checked::kHeaderSize + text.size());
     std::error_code ec;
     wire::checked::encode(wire::checked::FrameType::message, std::as_bytes(std::span(text)), frame, ec);
-    socket_.send(frame);
+    link_->send(frame);
   }
 
   // The next message the room says; empty when none came for 10 s. The
@@ -48,7 +158,7 @@ class ChatPeer {
       }
       if (r.status == wire::checked::DecodeStatus::rejected) return "<rejected>";
       if (pending_.empty()) {
-        pending_ = socket_.read_some(256 * 1024);  // returns after at most 5 s
+        pending_ = link_->read_some();  // returns after at most 5 s
         taken_ = 0;
         if (pending_.empty()) continue;
       }
@@ -66,7 +176,7 @@ class ChatPeer {
   }
 
  private:
-  RawClient socket_;
+  std::unique_ptr<Link> link_;
   wire::checked::FrameDecoder decoder_;
   std::vector<std::byte> pending_;  // read, not yet fed to the decoder
   std::size_t taken_ = 0;
@@ -81,20 +191,30 @@ bool is_greeting(const std::string& m) { return m.rfind("hello ", 0) == 0; }
 // k - 1, so a member that reads is never more than two rounds (180 KB) behind
 // any other: far below the room's 1 MiB mark, whatever the scheduler does.
 // The one that does not read passes the mark (18 MB said to it) and is let go.
-TEST(ChatExample, EveryMemberHearsEveryMessageOnceInOrderWhileOneThatDoesNotReadIsLetGo) {
+class ChatRoom : public ::testing::TestWithParam<Via> {};
+
+TEST_P(ChatRoom, EveryMemberHearsEveryMessageOnceInOrderWhileOneThatDoesNotReadIsLetGo) {
   TempDir dir;
-  ExampleServer server(dir, "chat_server");
+  const Via via = GetParam();
+  std::optional<Pki> pki;
+  std::vector<std::string> args{"0"};
+  if (via == Via::tls || via == Via::wss) {
+    pki.emplace(dir);
+    args.insert(args.end(), {pki->path + "/server.pem", pki->path + "/server.key"});
+  }
+  if (via == Via::ws || via == Via::wss) args.push_back("--ws");
+  ExampleServer server(dir, "chat_server", args);
   ASSERT_GT(server.port(), 0);
   constexpr int kMembers = 3, kRounds = 200;
   // A member is in the room once the room has said its greeting back to it
   // (the server makes a connection a member before reading from it).
   std::vector<std::unique_ptr<ChatPeer>> members;
   for (int i = 0; i < kMembers; ++i) {
-    members.push_back(std::make_unique<ChatPeer>(server.port()));
+    members.push_back(std::make_unique<ChatPeer>(server.port(), via, pki ? &*pki : nullptr));
     members.back()->say("hello " + std::to_string(i));
     ASSERT_TRUE(members.back()->hear_until("hello " + std::to_string(i))) << "member " << i << " never joined";
   }
-  ChatPeer deaf(server.port());
+  ChatPeer deaf(server.port(), via, pki ? &*pki : nullptr);
   deaf.say("hello deaf");
   ASSERT_TRUE(members[0]->hear_until("hello deaf")) << "the member that does not read never joined";
 
@@ -140,6 +260,17 @@ TEST(ChatExample, EveryMemberHearsEveryMessageOnceInOrderWhileOneThatDoesNotRead
   EXPECT_NE(out.find("members let go for falling behind 1\n"), std::string::npos) << out;
 }
 
+std::string via_name(const ::testing::TestParamInfo<Via>& info) {
+  switch (info.param) {
+    case Via::tls: return "OverTls";
+    case Via::ws: return "OverWebSocket";
+    case Via::wss: return "OverWebSocketOnTls";
+    default: return "OverTcp";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ChatExample, ChatRoom, ::testing::Values(Via::tcp, Via::tls, Via::ws, Via::wss), via_name);
+
 // The command-line client: lines typed go to the room as "NAME: line" (typed
 // before it has connected, they wait in its outbox), and it prints what the
 // room says, its own lines included.
@@ -182,14 +313,19 @@ TEST(ChatExample, TheClientSaysEachLineTypedAndPrintsWhatTheRoomSays) {
 }
 
 // Over TLS (the server with a certificate, each client verifying it with the
-// CA): two command-line clients hear each other.
-TEST(ChatExample, OverTlsTwoClientsHearEachOther) {
+// CA), and over WebSocket on TLS: two command-line clients hear each other.
+class ChatOverTls : public ::testing::TestWithParam<bool> {};  // with WebSocket or not
+
+TEST_P(ChatOverTls, TwoClientsHearEachOther) {
   TempDir dir;
+  const std::string ws = GetParam() ? " --ws" : "";
   ChildProcess certs({std::string(VOLLEY_SOURCE_DIR) + "/scripts/make-test-certs.sh", dir.file("certs")},
                      dir.file("certs-log"));
   ASSERT_EQ(certs.wait_for(60s).value_or(-1), 0) << certs.stderr_text();
   const std::string pki = dir.file("certs");
-  ExampleServer server(dir, "chat_server", {"0", pki + "/server.pem", pki + "/server.key"});
+  std::vector<std::string> server_args{"0", pki + "/server.pem", pki + "/server.key"};
+  if (GetParam()) server_args.push_back("--ws");
+  ExampleServer server(dir, "chat_server", server_args);
   ASSERT_GT(server.port(), 0);
   // A client whose standard input says `line` and then stays open until the test is done (20 s at most).
   const std::string done = dir.file("done");
@@ -198,7 +334,7 @@ TEST(ChatExample, OverTlsTwoClientsHearEachOther) {
         std::vector<std::string>{"/bin/sh", "-c",
                                  "{ printf '" + line + "\\n'; i=0; while [ ! -e " + done +
                                      " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; } | " + bin("chat_client") +
-                                     " " + std::to_string(server.port()) + " " + name + " " + pki + "/ca.pem"},
+                                     " " + std::to_string(server.port()) + " " + name + " " + pki + "/ca.pem" + ws},
         dir.file(name));
   };
   const auto printed = [](ChildProcess& p, const std::string& text) {
@@ -221,5 +357,8 @@ TEST(ChatExample, OverTlsTwoClientsHearEachOther) {
   EXPECT_EQ(code, 0);
   EXPECT_NE(out.find("messages said 2,"), std::string::npos) << out;
 }
+
+INSTANTIATE_TEST_SUITE_P(ChatExample, ChatOverTls, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "WithWebSocket" : "Alone"; });
 
 }  // namespace volley::test

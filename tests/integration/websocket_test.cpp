@@ -84,6 +84,7 @@ struct BeastClient {
   websocket::stream<tcp::socket> ws{io};
   explicit BeastClient(int port, const std::string& target = "/") {
     ws.next_layer().connect({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+    ws.next_layer().set_option(tcp::no_delay(true));
     ws.handshake("127.0.0.1:" + std::to_string(port), target);
     ws.binary(true);
   }

@@ -46,6 +46,7 @@ struct EchoClientOptions {
   bool insecure = false;
   std::string tls_version = "any";
   std::string ws_path = "/";
+  bool on_connection = false;
 };
 
 struct Totals {
@@ -81,13 +82,18 @@ int run_echo_client(const EchoClientOptions& o) {
     tls = std::make_unique<ssl::context>(net::make_tls_client_context(o.ca, !o.insecure, version));
   }
   const auto address = asio::ip::make_address(o.address);
-  // ws and wss run on Volley's own connection with the WebSocket transport.
-  std::function<std::unique_ptr<net::StreamTransport>()> ws_transport;
+  // ws and wss run on Volley's own connection with the WebSocket transport
+  // (and tcp and tls too with --on-connection: the same client, no transport or TLS).
+  const bool on_connection = uses_websocket(o.proto) || (o.on_connection && o.proto != EchoProto::udp);
+  std::function<std::unique_ptr<net::StreamTransport>()> connection_transport = [&tls, &o]() -> std::unique_ptr<net::StreamTransport> {
+    if (!tls) return nullptr;
+    return net::make_tls_transport(*tls, net::TlsRole::client, o.address);
+  };
   if (uses_websocket(o.proto)) {
     net::WebSocketOptions ws;
     ws.host = (address.is_v6() ? "[" + o.address + "]" : o.address) + ":" + std::to_string(o.port);
     ws.target = o.ws_path;
-    ws_transport = [ws, &tls, &o] {
+    connection_transport = [ws, &tls, &o] {
       return net::make_websocket_transport(
           net::WebSocketRole::client, ws, tls ? net::make_tls_transport(*tls, net::TlsRole::client, o.address) : nullptr);
     };
@@ -120,7 +126,7 @@ int run_echo_client(const EchoClientOptions& o) {
     asio::post(loop, [&, i, &loop = loop, &c = c] {
       if (o.proto == EchoProto::udp) {
         std::make_shared<UdpEchoClient>(loop, run, c, done)->start({address, o.port});
-      } else if (uses_websocket(o.proto)) {
+      } else if (on_connection) {
         boost::system::error_code ec;
         auto socket = net::connect_tcp(loop, o.address, o.port, std::chrono::seconds(5), ec);
         if (ec) {
@@ -130,7 +136,7 @@ int run_echo_client(const EchoClientOptions& o) {
         net::ConnectionLimits limits;
         limits.handshake_timeout = std::chrono::seconds(5);
         connections[i] = std::make_shared<net::TcpConnection>(
-            std::move(socket), std::make_unique<ConnectionEchoClient>(run, c, done), limits, ws_transport());
+            std::move(socket), std::make_unique<ConnectionEchoClient>(run, c, done), limits, connection_transport());
         connections[i]->start();
       } else if (o.proto == EchoProto::tls) {
         std::make_shared<StreamEchoClient<ssl::stream<asio::ip::tcp::socket>>>(run, c, done, loop, *tls)
@@ -236,6 +242,9 @@ Runner add_echo_client_command(CLI::App& app) {
       ->check(CLI::IsMember({"any", "1.2", "1.3"}))
       ->capture_default_str();
   cmd->add_option("--ws-path", o->ws_path, "WebSocket: the request target of the upgrade")->capture_default_str();
+  cmd->add_flag("--on-connection", o->on_connection,
+                "tcp, tls: run on Volley's own connection (the client ws and wss use) instead of plain Asio streams, "
+                "to compare transports with the client alike");
   cmd->add_flag("--json", o->json, "Print the report as JSON on stdout");
   cmd->add_flag("!--no-progress", o->progress, "No progress line each second on stderr");
   return [o] { return run_echo_client(*o); };
