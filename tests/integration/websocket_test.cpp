@@ -1,6 +1,6 @@
 // WebSocket and WebSocket over TLS, against an independent implementation
 // (Boost.Beast's client and server) as well as Volley's own: the echo server
-// and client, the gNB target and the checked-frame ping-pong, RFC 6455's
+// and client, the gNB target, the checked-frame ping-pong and RPC, RFC 6455's
 // control frames, fragmentation, close codes and refused upgrades.
 #include <sys/socket.h>
 
@@ -340,6 +340,20 @@ TEST(WebSocket, CheckedFramePingPongRunsOverWebSocketAndTls) {
     EXPECT_EQ(json_u64(report, "messages_in"), 3 * 55u) << boost::json::serialize(report);
     EXPECT_EQ(json_u64(report, "protocol_errors"), 0u) << boost::json::serialize(report);
   }
+}
+
+TEST(WebSocket, RpcCallsGoOverWebSocketOneFramePerMessage) {
+  TempDir dir;
+  ListeningServer server(dir, {"rpc-server", "-p", "0", "--json", "--ws"}, "rpc-server");
+  ChildProcess bench({bin("volley"), "rpc-bench", "--ws", "--port", std::to_string(server.port()), "--seconds", "0.3",
+                      "--mode", "request", "--in-flight", "8", "--json"},
+                     dir.file("rpc-bench"));
+  ASSERT_EQ(bench.wait_for(60s).value_or(-1), 0) << bench.stderr_text();
+  const auto result = boost::json::parse(bench.stdout_text()).as_object().at("results").at(0).as_object();
+  EXPECT_EQ(result.at("error").as_string(), "");
+  const std::uint64_t round_trips = json_u64(result, "round_trips");
+  EXPECT_GT(round_trips, 100u);
+  EXPECT_GE(json_u64(server.stop(), "calls"), round_trips);
 }
 
 }  // namespace

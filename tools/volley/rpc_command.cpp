@@ -13,6 +13,7 @@
 #include <volley/net/gather.hpp>
 #include <volley/net/server.hpp>
 #include <volley/rpc/client.hpp>
+#include <volley/rpc/frame.hpp>
 #include <volley/rpc/server.hpp>
 #include "benchmark_messages.hpp"
 
@@ -39,7 +40,8 @@ struct RpcOptions {
   double seconds = 5;
   bool json = false;
   ListenFlags listen{.bind = "0.0.0.0", .port = 32102, .port_file = {}};  // rpc-server
-  TlsServerFlags server_tls;                                              // rpc-server
+  TlsServerFlags server_tls;
+  WebSocketFlags ws;                                                      // both                                              // rpc-server
   SessionFlags session{.framing = "rpc"};                                 // rpc-server
   TlsClientFlags client_tls;                                              // rpc-bench
   MetricsFlags metrics;                                                   // rpc-server
@@ -58,6 +60,7 @@ int run_server(const RpcOptions& o) {
   });
   net::ServerOptions server_opts = server_options(o.listen, o.threads);
   apply_tls(server_opts, o.server_tls);
+  apply_websocket(server_opts, o.ws, rpc::frame_size);
   net::Server server(server_opts);
   std::vector<rpc::RpcServerStats> stats(server.threads());  // one per worker loop
   try {
@@ -102,11 +105,11 @@ int run_server(const RpcOptions& o) {
         });
   });
   server.on_ready([&] {
-    announce_listening(o.server_tls.tls ? "tls" : "tcp", server.local_endpoint().address().to_string(), server.port(),
+    announce_listening(listening_proto(o.server_tls.tls, o.ws), server.local_endpoint().address().to_string(), server.port(),
                        o.listen.port_file);
     metrics.start();
-    spdlog::info("volley rpc-server on {}:{} ({}{} worker threads)", server.local_endpoint().address().to_string(),
-                 server.port(), o.server_tls.tls ? "TLS, " : "", server.threads());
+    spdlog::info("volley rpc-server on {}:{} ({}, {} worker threads)", server.local_endpoint().address().to_string(),
+                 server.port(), listening_proto(o.server_tls.tls, o.ws), server.threads());
   });
   server.on_stop([&] { metrics.stop(); });
   server.run();
@@ -184,7 +187,8 @@ Exchange run_exchange(const RpcOptions& o, const std::string& name, std::uint32_
   asio::io_context loop(1);
   rpc::RpcClient client(loop);
   boost::system::error_code ec;
-  const TransportFactory transport = tls_client_transport(o.client_tls, o.host);
+  const TransportFactory transport =
+      websocket_client_transport(tls_client_transport(o.client_tls, o.host), o.ws, o.host, o.port, rpc::frame_size);
   client.connect(o.host, o.port, std::chrono::seconds(5), transport ? transport() : nullptr, ec);
   if (ec) {
     x.error = "cannot connect to " + o.host + ":" + std::to_string(o.port) + ": " + ec.message();
@@ -292,6 +296,7 @@ Runner add_rpc_commands(CLI::App& app) {
   server->add_option("-t,--threads", o->threads, "Worker loops")->capture_default_str()->check(CLI::Range(1, 256));
   server->add_flag("--json", o->json, "Print the final report as JSON");
   add_tls_server_flags(*server, o->server_tls);
+  add_websocket_flags(*server, o->ws);
   add_session_flags(*server, o->session, /*with_framing=*/false);
   add_metrics_flag(*server, o->metrics);
   auto* bench = app.add_subcommand("rpc-bench", "Ping-pong and request-reply round trips against volley rpc-server");
@@ -307,6 +312,7 @@ Runner add_rpc_commands(CLI::App& app) {
   bench->add_option("-z,--seconds", o->seconds, "Seconds per exchange")->capture_default_str()->check(CLI::PositiveNumber);
   bench->add_flag("--json", o->json, "Print the report as JSON");
   add_tls_client_flags(*bench, o->client_tls);
+  add_websocket_flags(*bench, o->ws);
   return [o, server] { return server->parsed() ? run_server(*o) : run_bench(*o); };
 }
 
