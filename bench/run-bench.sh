@@ -23,3 +23,4 @@ echo
 /usr/bin/python3 bench/echo_bench.py "$bin"
 /usr/bin/python3 bench/design_bench.py "$bin"
 /usr/bin/python3 bench/websocket_bench.py "$bin"
+/usr/bin/python3 bench/http_bench.py "$bin"

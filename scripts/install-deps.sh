@@ -17,6 +17,8 @@ required=(
   doxygen
   # the Wireshark dissector tests (tools/wireshark/volley.lua)
   tshark
+  # the HTTP load benchmark (bench/http_bench.py) drives the HTTP server with it
+  wrk
 )
 
 missing=()

@@ -29,15 +29,7 @@ struct Conn {
 };
 
 void serve(int port) {
-  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  const int one = 1;
-  ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  ::setsockopt(listener, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-  sockaddr_in a = bench::loopback(port);
-  if (::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener, 1024) != 0) {
-    std::perror("raw_echo_server: bind");
-    std::exit(1);
-  }
+  const int listener = bench::reuseport_listener(port, "raw_echo_server: bind");
   const int ep = ::epoll_create1(0);
   epoll_event ev{EPOLLIN, {.fd = listener}};
   ::epoll_ctl(ep, EPOLL_CTL_ADD, listener, &ev);
@@ -64,14 +56,7 @@ void serve(int port) {
     for (int i = 0; i < n; ++i) {
       const int fd = events[i].data.fd;
       if (fd == listener) {
-        for (;;) {
-          const int c = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK);
-          if (c < 0) break;
-          ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-          epoll_event cev{EPOLLIN, {.fd = c}};
-          ::epoll_ctl(ep, EPOLL_CTL_ADD, c, &cev);
-          conns.emplace(c, Conn{});
-        }
+        bench::accept_all(listener, ep, [&](int c) { conns.emplace(c, Conn{}); });
         continue;
       }
       Conn& c = conns[fd];

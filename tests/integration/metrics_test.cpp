@@ -5,6 +5,8 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
@@ -196,6 +198,49 @@ TEST(Metrics, RpcServerCountsAsItsReportDoes) {
   EXPECT_EQ(metric_value(body, "volley_sessions_opened_total"), field(report, "sessions"));
   EXPECT_EQ(metric_value(body, "volley_heartbeats_received_total"), field(report, "heartbeats_in"));
   EXPECT_EQ(metric_value(body, "volley_protocol_errors_total"), field(report, "protocol_errors"));
+}
+
+// The UDP relay: per-direction counters, labelled, equal to its final report.
+TEST(Metrics, NetemRelayCountsPerDirectionAsItsReportDoes) {
+  TempDir dir;
+  boost::asio::io_context io;
+  boost::asio::ip::udp::socket sink(io, {boost::asio::ip::make_address("127.0.0.1"), 0});  // where the relay forwards
+  ChildProcess relay({bin("volley"), "netem", "--listen", "127.0.0.1:0", "--forward",
+                      "127.0.0.1:" + std::to_string(sink.local_endpoint().port()), "--up", "loss 30%", "--seed", "7",
+                      "--json", "--no-progress", "--metrics", "127.0.0.1:0"},
+                     dir.file("relay"));
+  const int mport = metrics_port(relay);
+  ASSERT_GT(mport, 0) << relay.stdout_text() << relay.stderr_text();
+  const std::string out = relay.stdout_text();
+  const auto listening = out.find("listening udp ");
+  ASSERT_NE(listening, std::string::npos) << out;
+  const int port = std::stoi(out.substr(out.rfind(':', out.find('\n', listening)) + 1));
+  boost::asio::ip::udp::socket sender(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  constexpr int kSent = 200;
+  const std::string payload(100, 'x');
+  for (int i = 0; i < kSent; ++i)
+    sender.send_to(boost::asio::buffer(payload), {boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+  HttpClient scraper(mport);
+  const std::string in_up = "volley_netem_packets_received_total{direction=\"up\"}";
+  std::string body;
+  for (int i = 0; i < 500 && metric_value(body, in_up) != kSent; ++i) {
+    const auto a = scraper.get("/metrics");
+    ASSERT_TRUE(a);
+    body = a->body;
+  }
+  ASSERT_EQ(metric_value(body, in_up), kSent) << body;
+  scraper.close();
+  relay.send_signal(SIGTERM);
+  ASSERT_EQ(relay.wait_for(20s).value_or(-1), 0) << relay.stderr_text();
+  const auto report = boost::json::parse(report_text(relay.stdout_text())).as_object();
+  const auto& up = report.at("up").as_object();
+  EXPECT_GT(field(up, "lost"), 0u);
+  EXPECT_EQ(metric_value(body, "volley_netem_packets_sent_total{direction=\"up\"}"), field(up, "packets_out"));
+  EXPECT_EQ(metric_value(body, "volley_netem_sent_bytes_total{direction=\"up\"}"), field(up, "bytes_out"));
+  EXPECT_EQ(metric_value(body, "volley_netem_packets_dropped_total{direction=\"up\",reason=\"lost\"}"),
+            field(up, "lost"));
+  EXPECT_EQ(field(up, "packets_out") + field(up, "lost"), static_cast<std::uint64_t>(kSent));
+  EXPECT_EQ(metric_value(body, "volley_netem_packets_received_total{direction=\"down\"}"), 0);
 }
 
 TEST(Metrics, TheFlagIsInTheHelpAndAnAddressThatIsNotOneIsRefused) {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json/object.hpp>
@@ -21,6 +22,7 @@
 #include "commands.hpp"
 #include "endpoint.hpp"
 #include "json_output.hpp"
+#include "metrics_service.hpp"
 #include "listening.hpp"
 
 namespace volley::tools {
@@ -43,6 +45,7 @@ struct NetemOptions {
   std::string pcap;
   std::size_t max_clients = 1024;
   double client_idle_s = 60;
+  MetricsFlags metrics;
 };
 
 boost::json::object to_json(const LinkCounters& c) {
@@ -57,6 +60,32 @@ std::string one_line(const LinkCounters& c) {
                      c.packets_out, c.lost, c.queue_full, c.duplicated, c.corrupted, c.reordered);
 }
 
+// Both directions' counters in the Prometheus text format, labelled by direction.
+std::string metrics_text(const LinkCounters& up, const LinkCounters& down) {
+  metrics::PrometheusText out;
+  const auto each = [&](const char* name, const char* help, auto field, const char* reason = nullptr) {
+    if (reason == nullptr || std::string_view(reason) == "lost") out.family(name, "counter", help);
+    for (const auto& [direction, c] : {std::pair{"up", &up}, std::pair{"down", &down}}) {
+      if (reason != nullptr) {
+        out.sample(name, {{"direction", direction}, {"reason", reason}}, static_cast<double>(c->*field));
+      } else {
+        out.sample(name, {{"direction", direction}}, static_cast<double>(c->*field));
+      }
+    }
+  };
+  each("volley_netem_packets_received_total", "Datagrams the link took in.", &LinkCounters::packets_in);
+  each("volley_netem_received_bytes_total", "Bytes the link took in.", &LinkCounters::bytes_in);
+  each("volley_netem_packets_sent_total", "Datagrams the link delivered.", &LinkCounters::packets_out);
+  each("volley_netem_sent_bytes_total", "Bytes the link delivered.", &LinkCounters::bytes_out);
+  each("volley_netem_packets_dropped_total", "Datagrams the link dropped, by reason.", &LinkCounters::lost, "lost");
+  each("volley_netem_packets_dropped_total", "", &LinkCounters::queue_full, "queue_full");
+  each("volley_netem_packets_dropped_total", "", &LinkCounters::link_down, "link_down");
+  each("volley_netem_packets_duplicated_total", "Extra copies the link delivered.", &LinkCounters::duplicated);
+  each("volley_netem_packets_corrupted_total", "Datagrams delivered with a flipped bit.", &LinkCounters::corrupted);
+  each("volley_netem_packets_reordered_total", "Datagrams sent ahead of their turn.", &LinkCounters::reordered);
+  return out.text();
+}
+
 // Runs `relay` (UdpRelay or TunRelay) on this thread until a signal or --duration.
 template <class Relay>
 int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const netem::Impairment& up,
@@ -66,8 +95,16 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
   asio::signal_set signals(loop, SIGINT, SIGTERM);
   asio::signal_set toggles(loop, SIGUSR1);  // cuts the link and restores it, to test a peer mid-run
   bool stopping = false;
+  // --metrics: served by a loop of its own; a scrape reads the counters on the relay's loop.
+  net::LoopPool metrics_loop(1);
+  MetricsService metrics(loop, metrics_loop, o.metrics, [&loop, &relay](http::MetricsEndpoint::Answer answer) {
+    asio::post(loop, [&relay, answer = std::move(answer)] {
+      answer(metrics_text(relay.core().up().counters(), relay.core().down().counters()));
+    });
+  });
   auto stop = [&] {
     stopping = true;
+    metrics.stop();
     relay.stop();
     progress.cancel();
     deadline.cancel();
@@ -119,6 +156,8 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
   if (extra.contains("port"))
     announce_listening("udp", boost::json::value_to<std::string>(extra.at("address")),
                        static_cast<std::uint16_t>(boost::json::value_to<std::uint64_t>(extra.at("port"))), o.port_file);
+  metrics_loop.start();
+  metrics.start();
   if (!o.ready_file.empty()) {
     // UDP mode writes the port it listens on (useful with --listen ADDRESS:0).
     const std::string tmp = o.ready_file + ".tmp";
@@ -126,6 +165,8 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
     std::rename(tmp.c_str(), o.ready_file.c_str());
   }
   loop.run();
+  metrics_loop.release();
+  metrics_loop.join();
 
   const auto& u = relay.core().up().counters();
   const auto& d = relay.core().down().counters();
@@ -250,6 +291,7 @@ void add_common(CLI::App& cmd, NetemOptions& o) {
   cmd.add_option("--duration", o.duration, "Stop after this many seconds (default: run until SIGINT/SIGTERM)")
       ->check(CLI::NonNegativeNumber);
   cmd.add_flag("--json", o.json, "Print the final counters as JSON on stdout");
+  add_metrics_flag(cmd, o.metrics);
   cmd.add_flag("!--no-progress", o.progress, "Do not print counters each second on stderr");
   cmd.add_option("--pcap", o.pcap,
                  "Write a pcapng capture: every packet received (interface 'received') and sent on ('sent'), "
