@@ -243,6 +243,43 @@ TEST(Metrics, NetemRelayCountsPerDirectionAsItsReportDoes) {
   EXPECT_EQ(metric_value(body, "volley_netem_packets_received_total{direction=\"down\"}"), 0);
 }
 
+// The ARQ receiver: delivered messages and the one-way delay as a Prometheus
+// histogram, consistent within a scrape and never ahead of the final report.
+TEST(Metrics, ArqReceiverServesItsDelayHistogramDuringATransfer) {
+  TempDir dir;
+  ChildProcess receiver({bin("volley"), "arq-recv", "--listen", "127.0.0.1:0", "--json", "--metrics", "127.0.0.1:0",
+                         "--port-file", dir.file("port")},
+                        dir.file("receiver"));
+  const int port = wait_for_port_file(dir.file("port"), receiver);
+  ASSERT_GT(port, 0) << receiver.stderr_text();
+  const int mport = metrics_port(receiver);
+  ASSERT_GT(mport, 0) << receiver.stdout_text();
+  constexpr int kCount = 1000;
+  ChildProcess sender({bin("volley"), "arq-send", "--to", "127.0.0.1:" + std::to_string(port), "--count",
+                       std::to_string(kCount), "--interval", "1", "--json"},
+                      dir.file("sender"));
+  // Scrape while the transfer runs (it lasts about a second), until one sees messages.
+  std::string body;
+  for (int i = 0; i < 2000 && metric_value(body, "volley_arq_messages_delivered_total") <= 0; ++i) {
+    HttpClient scraper(mport);
+    const auto a = scraper.get("/metrics");
+    ASSERT_TRUE(a) << "the receiver stopped serving before a message arrived";
+    body = a->body;
+  }
+  const double delivered = metric_value(body, "volley_arq_messages_delivered_total");
+  ASSERT_GT(delivered, 0) << body;
+  EXPECT_EQ(metric_value(body, "volley_arq_delivery_delay_seconds_count"), delivered) << body;
+  EXPECT_EQ(metric_value(body, "volley_arq_delivery_delay_seconds_bucket{le=\"+Inf\"}"), delivered) << body;
+  EXPECT_LE(metric_value(body, "volley_arq_delivery_delay_seconds_bucket{le=\"0.001\"}"),
+            metric_value(body, "volley_arq_delivery_delay_seconds_bucket{le=\"0.01\"}"));
+  EXPECT_EQ(metric_value(body, "volley_arq_damaged_messages_total"), 0);
+  ASSERT_EQ(sender.wait_for(60s).value_or(-1), 0) << sender.stderr_text();
+  ASSERT_EQ(receiver.wait_for(30s).value_or(-1), 0) << receiver.stderr_text();
+  const auto report = boost::json::parse(report_text(receiver.stdout_text())).as_object();
+  EXPECT_EQ(field(report.at("delay").as_object(), "count"), static_cast<std::uint64_t>(kCount));
+  EXPECT_LE(delivered, kCount);
+}
+
 TEST(Metrics, TheFlagIsInTheHelpAndAnAddressThatIsNotOneIsRefused) {
   TempDir dir;
   ChildProcess help({bin("volley"), "pingpong-server", "--help"}, dir.file("help"));

@@ -5,6 +5,9 @@
 #include <csignal>
 #include <fstream>
 
+#include <array>
+
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/core.h>
@@ -17,6 +20,7 @@
 #include "commands.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
+#include "metrics_service.hpp"
 
 namespace volley::tools {
 
@@ -68,7 +72,32 @@ void print_delay_line(const char* tool, const ArqOptions& o, const char* what, c
              error.empty() ? "" : "; error: " + error);
 }
 
-int run_recv(const ArqOptions& o) {
+// The receiver's counters and its one-way delay histogram in the Prometheus text format.
+std::string recv_metrics_text(const std::vector<DeliveryRecord>& records, std::uint64_t damaged, std::uint64_t heard) {
+  metrics::PrometheusText out;
+  out.family("volley_arq_messages_delivered_total", "counter", "Messages delivered in order, intact.");
+  out.sample("volley_arq_messages_delivered_total", static_cast<double>(records.size()));
+  out.family("volley_arq_damaged_messages_total", "counter", "Messages delivered whose bytes were not the sender's.");
+  out.sample("volley_arq_damaged_messages_total", static_cast<double>(damaged));
+  out.family("volley_arq_datagrams_received_total", "counter", "Datagrams (or TCP reads) heard from the peer.");
+  out.sample("volley_arq_datagrams_received_total", static_cast<double>(heard));
+  // One-way delay, from the sender's input stamp to delivery (same host clock).
+  static constexpr std::array<double, 14> kBounds{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                  0.025,  0.05,    0.1,    0.25,  0.5,    1.0,  2.5};
+  std::array<std::uint64_t, kBounds.size()> cumulative{};
+  double sum = 0;
+  for (const DeliveryRecord& r : records) {
+    const double seconds = r.delay_ms() / 1e3;
+    sum += seconds;
+    for (std::size_t i = 0; i < kBounds.size(); ++i)
+      if (seconds <= kBounds[i]) ++cumulative[i];
+  }
+  out.family("volley_arq_delivery_delay_seconds", "histogram", "One-way delay from the sender's input to delivery.");
+  out.histogram("volley_arq_delivery_delay_seconds", kBounds, cumulative, sum, records.size());
+  return out.text();
+}
+
+int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags) {
   if (auto e = check_arq_options(o); !e.empty()) {
     fmt::print(stderr, "volley arq-recv: {}\n", e);
     return 2;
@@ -103,6 +132,13 @@ int run_recv(const ArqOptions& o) {
   constexpr auto kLingerStep = std::chrono::milliseconds(100);
   constexpr auto kQuiet = std::chrono::milliseconds(500);
   constexpr auto kLingerMax = std::chrono::seconds(10);
+  // --metrics: served by a loop of its own; a scrape reads the counters on this loop.
+  net::LoopPool metrics_loop(1);
+  MetricsService metrics(loop, metrics_loop, metrics_flags, [&](http::MetricsEndpoint::Answer answer) {
+    asio::post(loop, [&, answer = std::move(answer)] {
+      answer(recv_metrics_text(records, damaged, transport ? transport->datagrams_heard() : 0));
+    });
+  });
   asio::steady_timer linger(loop);
   std::uint64_t heard = 0;
   std::chrono::steady_clock::time_point quiet_since, linger_from;
@@ -116,6 +152,7 @@ int run_recv(const ArqOptions& o) {
     if (now - quiet_since >= kQuiet || now - linger_from >= kLingerMax) {
       transport->stop();
       signals.cancel();
+      metrics.stop();
       return;
     }
     linger.expires_after(kLingerStep);
@@ -136,13 +173,18 @@ int run_recv(const ArqOptions& o) {
     if (ec) return;
     error = "interrupted";
     transport->stop();
+    metrics.stop();
     loop.stop();
   });
   // Announced once the signal wait is in place, as every server program does.
   const auto local = transport->local_endpoint();
   announce_listening(transport->protocol(), local.address().to_string(), local.port(), o.port_file);
+  metrics_loop.start();
+  metrics.start();
   if (!o.ready_file.empty()) std::ofstream(o.ready_file) << "ready\n";
   loop.run();
+  metrics_loop.stop();  // after a signal the loop stopped at once: a scrape still open is simply dropped
+  metrics_loop.join();
 
   if (!o.csv.empty() && !o.echo) write_csv(o.csv, records);
   const DelayStats s = delay_stats(records);
@@ -306,7 +348,9 @@ Runner add_arq_commands(CLI::App& app) {
   recv->add_option("--port-file", o->port_file,
                    "Once listening, write the port to this file (atomically: whole or not at all)");
   add_common(*recv, *o);
-  return [o, send]() { return send->parsed() ? run_send(*o) : run_recv(*o); };
+  auto metrics = std::make_shared<MetricsFlags>();
+  add_metrics_flag(*recv, *metrics);
+  return [o, send, metrics]() { return send->parsed() ? run_send(*o) : run_recv(*o, *metrics); };
 }
 
 }  // namespace volley::tools
