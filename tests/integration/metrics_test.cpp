@@ -1,5 +1,6 @@
 // --metrics on the server programs: /metrics in the Prometheus text format,
 // scraped while the traffic runs and after it, equals the final report.
+#include <atomic>
 #include <string>
 #include <utility>
 #include <thread>
@@ -198,6 +199,62 @@ TEST(Metrics, RpcServerCountsAsItsReportDoes) {
   EXPECT_EQ(metric_value(body, "volley_sessions_opened_total"), field(report, "sessions"));
   EXPECT_EQ(metric_value(body, "volley_heartbeats_received_total"), field(report, "heartbeats_in"));
   EXPECT_EQ(metric_value(body, "volley_protocol_errors_total"), field(report, "protocol_errors"));
+}
+
+// The thread-pool design: each session on a strand of its own, on either
+// thread; scrapes during the traffic read every open session on its strand
+// and never count ahead; once all have ended the numbers equal the report.
+TEST(Metrics, PingpongServerInTheThreadPoolDesignCountsEverySessionOnce) {
+  TempDir dir;
+  ChildProcess server({bin("volley"), "pingpong-server", "--port", "0", "--json", "--no-progress", "--threads", "2",
+                       "--design", "thread-pool", "--heartbeat-ms", "0", "--metrics", "127.0.0.1:0", "--port-file",
+                       dir.file("port")},
+                      dir.file("server"));
+  const int port = wait_for_port_file(dir.file("port"), server);
+  ASSERT_GT(port, 0) << server.stderr_text();
+  const int mport = metrics_port(server);
+  ASSERT_GT(mport, 0) << server.stdout_text();
+  constexpr int kClients = 6, kMessages = 2000;
+  std::vector<std::byte> frame(wire::checked::kHeaderSize + 16);
+  std::error_code ec;
+  const std::string text = "sixteen bytes!!!";
+  wire::checked::encode(wire::checked::FrameType::message, std::as_bytes(std::span(text)), frame, ec);
+  std::atomic<int> echoed_whole{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c)
+    clients.emplace_back([&] {
+      RawClient raw(port);
+      for (int k = 0; k < kMessages; ++k) raw.send(frame);
+      if (raw.read(frame.size() * kMessages).size() == frame.size() * kMessages) ++echoed_whole;
+    });
+  HttpClient scraper(mport);
+  double most = 0;
+  for (int i = 0; i < 50; ++i) {  // scrapes while the clients talk
+    const auto a = scraper.get("/metrics");
+    ASSERT_TRUE(a);
+    const double seen = metric_value(a->body, "volley_messages_received_total");
+    EXPECT_GE(seen, most) << "a later scrape counted fewer";
+    most = seen;
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(echoed_whole.load(), kClients);
+  std::string body;
+  for (int i = 0; i < 500 && (metric_value(body, "volley_sessions_open") != 0 ||
+                              metric_value(body, "volley_sessions_opened_total") != kClients);
+       ++i) {
+    const auto a = scraper.get("/metrics");
+    ASSERT_TRUE(a);
+    body = a->body;
+  }
+  EXPECT_EQ(metric_value(body, "volley_messages_received_total"), kClients * kMessages) << body;
+  scraper.close();
+  server.send_signal(SIGTERM);
+  ASSERT_EQ(server.wait_for(20s).value_or(-1), 0) << server.stderr_text();
+  const auto report = boost::json::parse(report_text(server.stdout_text())).as_object();
+  EXPECT_EQ(field(report, "messages_in"), static_cast<std::uint64_t>(kClients * kMessages));
+  EXPECT_EQ(field(report, "sessions"), static_cast<std::uint64_t>(kClients));
+  EXPECT_EQ(metric_value(body, "volley_messages_sent_total"), field(report, "messages_out"));
+  EXPECT_LE(most, kClients * kMessages);
 }
 
 // The UDP relay: per-direction counters, labelled, equal to its final report.

@@ -1,11 +1,14 @@
 // `volley pingpong-server`: answers every message with the same payload, over
 // sessions with heartbeats, backpressure and the protocol-error policy.
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <unordered_set>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -39,26 +42,74 @@ struct ServerOptions {
   TlsServerFlags tls;
   WebSocketFlags ws;
   MetricsFlags metrics;
+  net::Design design = net::Design::loop_per_thread;
 };
 
-// One per worker loop, touched only there; summed after the loops have
-// stopped, and for a scrape of --metrics on each loop in turn.
+// One per worker slot. In the loop-per-thread design only that worker's loop
+// touches it; in the thread-pool design the slot's connections run on strands
+// of their own, on any thread, so the live counters add atomically and the
+// set of open sessions and the ended sessions' totals are under a lock.
 struct WorkerTotals {
-  // Live, for the progress line (written by the worker, read by the reporter).
-  metrics::SingleWriterCounter live_messages;
-  metrics::SingleWriterCounter live_opened;
-  metrics::SingleWriterCounter live_closed;
-  SessionTotals closed;  // sessions that ended (their stats added at close)
-  std::unordered_set<const net::Session*> open;
+  // Live, for the progress line (written by the slot's sessions, read by the reporter).
+  metrics::SlotCounter live_messages;
+  metrics::SlotCounter live_opened;
+  metrics::SlotCounter live_closed;
+  bool shared = false;  // the thread-pool design
+  void add(metrics::SlotCounter& counter) noexcept { counter.add(1, shared); }
 
-  // On this worker's loop: the ended sessions and the open ones as they are now.
+  mutable std::mutex mutex;  // guards the two below
+  SessionTotals closed;      // sessions that ended (their stats added at close)
+  std::unordered_set<net::Session*> open;
+
+  // Loop per thread, on this worker's loop: the ended sessions and the open ones as they are now.
   SessionTotals snapshot() const {
+    const std::lock_guard lock(mutex);
     SessionTotals t = closed;
     t.open = open.size();
     for (const net::Session* s : open) t.stats += s->stats();
     return t;
   }
 };
+
+// A scrape in the thread-pool design: the ended sessions' totals from each
+// slot, and each open session's stats read on its own strand (where they are
+// written), summed as they come in; answered once the last one is in. A
+// session that ends meanwhile is read after its end: its final stats, which
+// the ended totals taken before did not hold, so nothing counts twice.
+void scrape_thread_pool(const std::vector<WorkerTotals>& totals, std::function<void(SessionTotals)> done) {
+  struct Scrape {
+    std::mutex mutex;
+    SessionTotals sum;
+    std::size_t waiting = 1;
+    std::function<void(SessionTotals)> done;
+    void finish_one() {
+      std::unique_lock lock(mutex);
+      if (--waiting > 0) return;
+      lock.unlock();
+      done(sum);
+    }
+  };
+  auto scrape = std::make_shared<Scrape>();
+  scrape->done = std::move(done);
+  std::vector<std::shared_ptr<net::TcpConnection>> open;
+  for (const WorkerTotals& t : totals) {
+    const std::lock_guard lock(t.mutex);
+    scrape->sum += t.closed;
+    scrape->sum.open += t.open.size();
+    for (net::Session* s : t.open) open.push_back(s->connection()->shared_from_this());
+  }
+  scrape->waiting += open.size();
+  for (auto& c : open)
+    asio::post(c->get_executor(), [scrape, c] {
+      const net::SessionStats stats = static_cast<const net::Session&>(c->handler()).stats();
+      {
+        const std::lock_guard lock(scrape->mutex);
+        scrape->sum.stats += stats;
+      }
+      scrape->finish_one();
+    });
+  scrape->finish_one();
+}
 
 std::string peer_name(net::Session& s) {
   const auto& ep = s.connection()->remote_endpoint();
@@ -70,13 +121,16 @@ class EchoEvents final : public net::SessionEvents {
   explicit EchoEvents(WorkerTotals& totals) : totals_(totals) {}
 
   void on_open(net::Session& s) override {
-    ++totals_.closed.opened;
-    totals_.open.insert(&s);
-    totals_.live_opened.add();
+    {
+      const std::lock_guard lock(totals_.mutex);
+      ++totals_.closed.opened;
+      totals_.open.insert(&s);
+    }
+    totals_.add(totals_.live_opened);
   }
 
   void on_message(net::Session& s, std::span<const std::byte> payload) override {
-    totals_.live_messages.add();
+    totals_.add(totals_.live_messages);
     s.send(payload);
     // The reply was taken; while the queue is over high water, read no more
     // requests rather than refuse their replies.
@@ -94,11 +148,14 @@ class EchoEvents final : public net::SessionEvents {
 
   void on_close(net::Session& s, const net::CloseReason& reason) override {
     const auto& st = s.stats();
-    totals_.closed.stats += st;
-    ++totals_.closed.closes[static_cast<std::size_t>(reason.kind)];
-    totals_.open.erase(&s);
-    if (reason.kind != net::CloseReason::Kind::handshake_failed) totals_.live_closed.add();  // it never opened
-    totals_.closed.unsent_bytes += reason.unsent_bytes;
+    {
+      const std::lock_guard lock(totals_.mutex);
+      totals_.closed.stats += st;
+      ++totals_.closed.closes[static_cast<std::size_t>(reason.kind)];
+      totals_.open.erase(&s);
+      totals_.closed.unsent_bytes += reason.unsent_bytes;
+    }
+    if (reason.kind != net::CloseReason::Kind::handshake_failed) totals_.add(totals_.live_closed);  // it never opened
     spdlog::info("{}: closed: {}{}{} ({} messages in, {} protocol errors{})", peer_name(s), net::to_string(reason.kind),
                  reason.detail.empty() ? "" : ": ", reason.detail, st.messages_in, st.protocol_errors,
                  reason.unsent_bytes ? fmt::format(", {} bytes unsent", reason.unsent_bytes) : "");
@@ -111,10 +168,12 @@ class EchoEvents final : public net::SessionEvents {
 int run_server(const ServerOptions& o) {
   raise_file_limit();  // a session load test holds thousands
   net::ServerOptions server_opts = server_options(o.listen, o.threads, o.busy_poll);
+  server_opts.design = o.design;
   apply_tls(server_opts, o.tls);
   apply_websocket(server_opts, o.ws, o.session.frame_size());
   net::Server server(server_opts);
   std::vector<WorkerTotals> totals(server.threads());
+  for (auto& t : totals) t.shared = o.design == net::Design::thread_pool;
   const net::SessionOptions session_options = o.session.options();
   const SessionFlags flags = o.session;
   server.listen([&](std::size_t worker) -> std::unique_ptr<net::StreamHandler> {
@@ -123,16 +182,19 @@ int run_server(const ServerOptions& o) {
   });
 
   MetricsService metrics(server, o.metrics, [&](http::MetricsEndpoint::Answer answer) {
-    net::gather<SessionTotals>(
-        server.workers(), [&](std::size_t w) { return totals[w].snapshot(); },
-        [&server, answer](std::vector<SessionTotals> parts) {
-          SessionTotals sum;
-          for (const auto& p : parts) sum += p;
-          metrics::PrometheusText out;
-          write_session_metrics(out, sum);
-          write_server_metrics(out, server);
-          answer(out.text());
-        });
+    const auto write = [&server, answer](const SessionTotals& sum) {
+      metrics::PrometheusText out;
+      write_session_metrics(out, sum);
+      write_server_metrics(out, server);
+      answer(out.text());
+    };
+    if (o.design == net::Design::thread_pool) return scrape_thread_pool(totals, write);
+    net::gather<SessionTotals>(server.workers(), [&](std::size_t w) { return totals[w].snapshot(); },
+                               [write](std::vector<SessionTotals> parts) {
+                                 SessionTotals sum;
+                                 for (const auto& p : parts) sum += p;
+                                 write(sum);
+                               });
   });
 
   const auto start = Clock::now();
@@ -151,8 +213,9 @@ int run_server(const ServerOptions& o) {
   server.on_ready([&] {
     const auto local = server.local_endpoint();
     announce_listening(listening_proto(o.tls.tls, o.ws), local.address().to_string(), local.port(), o.listen.port_file);
-    spdlog::info("volley pingpong-server on {}:{} ({}, {} framing, {} worker threads{}, heartbeat {} ms x {})",
+    spdlog::info("volley pingpong-server on {}:{} ({}, {} framing, {} worker threads ({}){}, heartbeat {} ms x {})",
                  local.address().to_string(), local.port(), listening_proto(o.tls.tls, o.ws), flags.framing, server.threads(),
+                 net::to_string(o.design),
                  o.busy_poll ? ", busy-poll" : "", flags.heartbeat_ms, flags.heartbeat_misses);
     metrics.start();
     if (o.progress) progress.start();
@@ -208,6 +271,7 @@ Runner add_pingpong_server_command(CLI::App& app) {
   add_tls_server_flags(*cmd, o->tls);
   add_websocket_flags(*cmd, o->ws);
   add_metrics_flag(*cmd, o->metrics);
+  add_design_flag(*cmd, o->design);
   return [o] { return run_server(*o); };
 }
 
