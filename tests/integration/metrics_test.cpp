@@ -1,6 +1,7 @@
 // --metrics on the server programs: /metrics in the Prometheus text format,
 // scraped while the traffic runs and after it, equals the final report.
 #include <atomic>
+#include <memory>
 #include <string>
 #include <utility>
 #include <thread>
@@ -167,38 +168,47 @@ TEST(Metrics, TargetCountsPerMessageTypeAsItsReportDoes) {
 
 // The RPC server: requests, answers and error replies, and its sessions'
 // ends and traffic, equal to its report once the benchmark client has gone.
+// In both designs: in the thread-pool one, three clients' sessions count into
+// the slots' stats from either thread, under each slot's lock.
 TEST(Metrics, RpcServerCountsAsItsReportDoes) {
-  TempDir dir;
-  ChildProcess server({bin("volley"), "rpc-server", "--port", "0", "--json", "--threads", "2", "--metrics", "127.0.0.1:0",
-                       "--port-file", dir.file("port")},
-                      dir.file("server"));
-  const int port = wait_for_port_file(dir.file("port"), server);
-  ASSERT_GT(port, 0) << server.stderr_text();
-  const int mport = metrics_port(server);
-  ASSERT_GT(mport, 0) << server.stdout_text();
-  ChildProcess bench({bin("volley"), "rpc-bench", "--port", std::to_string(port), "--seconds", "0.3", "--in-flight", "4"},
-                     dir.file("bench"));
-  ASSERT_EQ(bench.wait_for(60s).value_or(-1), 0) << bench.stderr_text();
-  HttpClient scraper(mport);
-  std::string body;
-  for (int i = 0; i < 500; ++i) {  // until every session's end is counted
-    const auto a = scraper.get("/metrics");
-    ASSERT_TRUE(a);
-    body = a->body;
-    if (metric_value(body, "volley_sessions_opened_total") > 0 && metric_value(body, "volley_sessions_open") == 0) break;
-    std::this_thread::sleep_for(10ms);
+  for (const std::string design : {"loop-per-thread", "thread-pool"}) {
+    SCOPED_TRACE(design);
+    TempDir dir;
+    ChildProcess server({bin("volley"), "rpc-server", "--port", "0", "--json", "--threads", "2", "--metrics", "127.0.0.1:0",
+                         "--design", design, "--port-file", dir.file("port")},
+                        dir.file("server"));
+    const int port = wait_for_port_file(dir.file("port"), server);
+    ASSERT_GT(port, 0) << server.stderr_text();
+    const int mport = metrics_port(server);
+    ASSERT_GT(mport, 0) << server.stdout_text();
+    std::vector<std::unique_ptr<ChildProcess>> benches;
+    for (int i = 0; i < 3; ++i)
+      benches.push_back(std::make_unique<ChildProcess>(
+          std::vector<std::string>{bin("volley"), "rpc-bench", "--port", std::to_string(port), "--seconds", "0.3",
+                                   "--in-flight", "4"},
+          dir.file("bench" + std::to_string(i))));
+    for (auto& bench : benches) ASSERT_EQ(bench->wait_for(60s).value_or(-1), 0) << bench->stderr_text();
+    HttpClient scraper(mport);
+    std::string body;
+    for (int i = 0; i < 500; ++i) {  // until every session's end is counted
+      const auto a = scraper.get("/metrics");
+      ASSERT_TRUE(a);
+      body = a->body;
+      if (metric_value(body, "volley_sessions_opened_total") > 0 && metric_value(body, "volley_sessions_open") == 0) break;
+      std::this_thread::sleep_for(10ms);
+    }
+    scraper.close();
+    server.send_signal(SIGTERM);
+    ASSERT_EQ(server.wait_for(20s).value_or(-1), 0) << server.stderr_text();
+    const auto report = boost::json::parse(report_text(server.stdout_text())).as_object();
+    EXPECT_GT(field(report, "requests"), 0u);
+    EXPECT_EQ(metric_value(body, "volley_rpc_requests_total"), field(report, "requests")) << body;
+    EXPECT_EQ(metric_value(body, "volley_rpc_calls_answered_total"), field(report, "calls"));
+    EXPECT_EQ(metric_value(body, "volley_rpc_error_replies_total"), field(report, "error_replies"));
+    EXPECT_EQ(metric_value(body, "volley_sessions_opened_total"), field(report, "sessions"));
+    EXPECT_EQ(metric_value(body, "volley_heartbeats_received_total"), field(report, "heartbeats_in"));
+    EXPECT_EQ(metric_value(body, "volley_protocol_errors_total"), field(report, "protocol_errors"));
   }
-  scraper.close();
-  server.send_signal(SIGTERM);
-  ASSERT_EQ(server.wait_for(20s).value_or(-1), 0) << server.stderr_text();
-  const auto report = boost::json::parse(report_text(server.stdout_text())).as_object();
-  EXPECT_GT(field(report, "requests"), 0u);
-  EXPECT_EQ(metric_value(body, "volley_rpc_requests_total"), field(report, "requests")) << body;
-  EXPECT_EQ(metric_value(body, "volley_rpc_calls_answered_total"), field(report, "calls"));
-  EXPECT_EQ(metric_value(body, "volley_rpc_error_replies_total"), field(report, "error_replies"));
-  EXPECT_EQ(metric_value(body, "volley_sessions_opened_total"), field(report, "sessions"));
-  EXPECT_EQ(metric_value(body, "volley_heartbeats_received_total"), field(report, "heartbeats_in"));
-  EXPECT_EQ(metric_value(body, "volley_protocol_errors_total"), field(report, "protocol_errors"));
 }
 
 // The thread-pool design: each session on a strand of its own, on either

@@ -2,6 +2,7 @@
 // request-reply benchmark over Volley's RPC, with its report lines plus
 // round-trip percentiles.
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 #include <boost/asio/steady_timer.hpp>
@@ -45,6 +46,7 @@ struct RpcOptions {
   SessionFlags session{.framing = "rpc"};                                 // rpc-server
   TlsClientFlags client_tls;                                              // rpc-bench
   MetricsFlags metrics;                                                   // rpc-server
+  net::Design design = net::Design::loop_per_thread;                      // rpc-server
 };
 
 int run_server(const RpcOptions& o) {
@@ -59,14 +61,20 @@ int run_server(const RpcOptions& o) {
     return benchmarks::answer(r);
   });
   net::ServerOptions server_opts = server_options(o.listen, o.threads);
+  server_opts.design = o.design;
   apply_tls(server_opts, o.server_tls);
   apply_websocket(server_opts, o.ws, rpc::frame_size);
   net::Server server(server_opts);
-  std::vector<rpc::RpcServerStats> stats(server.threads());  // one per worker loop
+  std::vector<rpc::RpcServerStats> stats(server.threads());  // one per worker slot
+  // In the thread-pool design a slot's sessions run on strands of their own,
+  // on either thread: they count into the slot's stats under its lock.
+  const bool pool = o.design == net::Design::thread_pool;
+  std::vector<std::mutex> stats_locks(server.threads());
   try {
     const net::SessionOptions session_options = o.session.options();
-    server.listen([&rpc, &stats, session_options](std::size_t worker) {
-      return rpc.make_session(session_options, rpc::kDefaultMaxBody, &stats[worker]);
+    server.listen([&rpc, &stats, &stats_locks, pool, session_options](std::size_t worker) {
+      return rpc.make_session(session_options, rpc::kDefaultMaxBody, &stats[worker],
+                              pool ? &stats_locks[worker] : nullptr);
     });
   } catch (const std::exception& e) {
     fmt::print(stderr, "volley rpc-server: cannot listen on {}:{}: {}\n", o.listen.bind, o.listen.port, e.what());
@@ -76,7 +84,12 @@ int run_server(const RpcOptions& o) {
   // traffic counts are added as each closes; requests are counted as they come.
   MetricsService metrics(server, o.metrics, [&](http::MetricsEndpoint::Answer answer) {
     net::gather<rpc::RpcServerStats>(
-        server.workers(), [&](std::size_t w) { return stats[w]; },
+        server.workers(),
+        [&](std::size_t w) {
+          if (!pool) return stats[w];  // on the worker's own loop
+          const std::lock_guard lock(stats_locks[w]);
+          return stats[w];
+        },
         [&server, &served, answer](std::vector<rpc::RpcServerStats> parts) {
           SessionTotals sessions;
           std::uint64_t requests = 0, error_replies = 0, ended = 0;
@@ -108,8 +121,8 @@ int run_server(const RpcOptions& o) {
     announce_listening(listening_proto(o.server_tls.tls, o.ws), server.local_endpoint().address().to_string(), server.port(),
                        o.listen.port_file);
     metrics.start();
-    spdlog::info("volley rpc-server on {}:{} ({}, {} worker threads)", server.local_endpoint().address().to_string(),
-                 server.port(), listening_proto(o.server_tls.tls, o.ws), server.threads());
+    spdlog::info("volley rpc-server on {}:{} ({}, {} worker threads, {})", server.local_endpoint().address().to_string(),
+                 server.port(), listening_proto(o.server_tls.tls, o.ws), server.threads(), net::to_string(o.design));
   });
   server.on_stop([&] { metrics.stop(); });
   server.run();
@@ -297,6 +310,7 @@ Runner add_rpc_commands(CLI::App& app) {
   server->add_flag("--json", o->json, "Print the final report as JSON");
   add_tls_server_flags(*server, o->server_tls);
   add_websocket_flags(*server, o->ws);
+  add_design_flag(*server, o->design);
   add_session_flags(*server, o->session, /*with_framing=*/false);
   add_metrics_flag(*server, o->metrics);
   auto* bench = app.add_subcommand("rpc-bench", "Ping-pong and request-reply round trips against volley rpc-server");

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -53,9 +54,13 @@ class RpcServer {
   // the replies queued for a client are over high water, its requests are not
   // read (none is dropped). A reply over `max_body` becomes an error reply.
   // With `stats`, the session counts into it (it must outlive the session).
+  // Sessions that share one `stats` from different threads (the thread-pool
+  // design: each connection on a strand of its own) also share `stats_mutex`,
+  // taken around each count; a reader takes it too.
   std::unique_ptr<net::StreamHandler> make_session(const net::SessionOptions& options,
                                                    std::size_t max_body = kDefaultMaxBody,
-                                                   RpcServerStats* stats = nullptr) const;
+                                                   RpcServerStats* stats = nullptr,
+                                                   std::mutex* stats_mutex = nullptr) const;
 
   struct BadRequest {
     std::string reason;

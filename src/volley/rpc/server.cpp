@@ -74,22 +74,26 @@ class ServerStream final : public net::StreamHandler {
 // Requests arrive as whole frames (header first) from the session's RPC codec.
 class ServerSessionEvents final : public net::SessionEvents {
  public:
-  ServerSessionEvents(const RpcServer& server, RpcServerStats* stats)
-      : server_(server), stats_(stats != nullptr ? *stats : own_) {
-    ++stats_.sessions;
+  ServerSessionEvents(const RpcServer& server, RpcServerStats* stats, std::mutex* stats_mutex)
+      : server_(server), stats_(stats != nullptr ? *stats : own_), stats_mutex_(stats != nullptr ? stats_mutex : nullptr) {
+    count([this] { ++stats_.sessions; });
   }
 
   void on_message(net::Session& s, std::span<const std::byte> frame) override {
     const std::uint32_t sequence = wire::load_u32_be(frame.data());
     const std::uint32_t message_id = wire::load_u32_be(frame.data() + 8);
-    ++stats_.requests;
-    if (!server_.answer(sequence, message_id, frame.subspan(kHeaderSize), reply_)) ++stats_.error_replies;
+    const bool answered = server_.answer(sequence, message_id, frame.subspan(kHeaderSize), reply_);
+    bool too_large = false;
     if (s.send(reply_) == net::SendResult::invalid) {
       // Too large to frame: the caller hears why instead of waiting for its timeout.
       make_error_frame(sequence, ErrorCode::handler_failed, "reply over the maximum body size", reply_);
-      ++stats_.error_replies;
+      too_large = true;
       s.send(reply_);
     }
+    count([&] {
+      ++stats_.requests;
+      stats_.error_replies += (answered ? 0 : 1) + (too_large ? 1 : 0);
+    });
     // The reply was queued; while the queue is over high water, read no more
     // requests rather than refuse their replies.
     if (s.congested()) s.pause_input();
@@ -107,14 +111,24 @@ class ServerSessionEvents final : public net::SessionEvents {
   }
 
   void on_close(net::Session& s, const net::CloseReason& reason) override {
-    stats_.traffic += s.stats();
-    ++stats_.closes[static_cast<std::size_t>(reason.kind)];
+    count([&] {
+      stats_.traffic += s.stats();
+      ++stats_.closes[static_cast<std::size_t>(reason.kind)];
+    });
   }
 
  private:
+  template <class F>
+  void count(F&& f) {
+    if (stats_mutex_ == nullptr) return f();
+    const std::lock_guard lock(*stats_mutex_);
+    f();
+  }
+
   const RpcServer& server_;
   RpcServerStats own_;  // where a session made without stats counts
   RpcServerStats& stats_;
+  std::mutex* stats_mutex_;  // shared with other sessions counting into stats_ from other threads
   std::vector<std::byte> reply_;
 };
 
@@ -125,9 +139,9 @@ std::unique_ptr<net::StreamHandler> RpcServer::make_stream_handler() const {
 }
 
 std::unique_ptr<net::StreamHandler> RpcServer::make_session(const net::SessionOptions& options, std::size_t max_body,
-                                                            RpcServerStats* stats) const {
+                                                            RpcServerStats* stats, std::mutex* stats_mutex) const {
   return std::make_unique<net::Session>(make_rpc_codec(max_body), options,
-                                        std::make_unique<ServerSessionEvents>(*this, stats));
+                                        std::make_unique<ServerSessionEvents>(*this, stats, stats_mutex));
 }
 
 }  // namespace volley::rpc
