@@ -4,7 +4,8 @@ one loop run by a thread pool with a strand per connection (`--design`), on
 Volley's echo server, samples of the two interleaved in one run. The
 pipelined echo (32-byte messages, 1000 in flight per client) with one
 client, with three (two worker loops then carry two and one: uneven), with
-100, over TCP and TLS; and true round trips. Ratios are thread pool / loop
+100, over TCP and TLS; true round trips; the RPC round trip; the gNB
+target fed by the generator. Ratios are thread pool / loop
 per thread. Markdown on stdout, every sample in bench/results/design.json."""
 import json
 import os
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 
-from bench_common import ServerProcess, median
+from bench_common import ServerProcess, median, pinned
 from echo_bench import client
 
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "5"))
@@ -43,6 +44,32 @@ def target_sample(bindir, design, connections):
     report = json.loads(s.proc.stdout.read())
     return {"cpu_ns_per_frame": report["cpu_ns_per_frame"], "frames": report["frames"],
             "frames_per_s": report["frames"] / json.loads(gen.stdout)["seconds"]}
+
+
+def rpc_sample(bindir, design, cpus):
+    """rpc-server (2 threads) and rpc-bench, one call in flight: the request/reply round trip's p50 in us."""
+    _, scpu, ccpu = cpus
+    s = ServerProcess([f"{bindir}/volley", "rpc-server", "-p", "0", "-t", "2", "--design", design], scpu,
+                      port_from_stdout=True)
+    out = subprocess.run(pinned(ccpu) + [f"{bindir}/volley", "rpc-bench", "-p", s.port, "--mode", "request",
+                                         "--in-flight", "1", "-z", str(SECONDS), "--json"],
+                         capture_output=True, text=True, timeout=SECONDS + 60)
+    s.stop()
+    if out.returncode != 0:
+        sys.exit(f"rpc-bench failed: {out.stderr}")
+    return json.loads(out.stdout)["results"][0]["rtt_ns"]["p50"] / 1e3
+
+
+def rpc_rows(bindir, record):
+    for place in (CROSS, SHARED):
+        samples = {d: [] for d in DESIGNS}
+        for _ in range(SAMPLES):
+            for design in DESIGNS:
+                samples[design].append(rpc_sample(bindir, design, place))
+        name = "RPC request/reply round trip, 2 threads, p50"
+        record.append({"case": name, "placement": place[0], **samples})
+        lpt, tp = (median(samples[d]) for d in DESIGNS)
+        print(f"| {name} | {place[0]} | {lpt:.1f} us | {tp:.1f} us | {tp / lpt:.2f} (lower is better) |", flush=True)
 
 
 def target_rows(bindir, record):
@@ -98,6 +125,7 @@ def main():
             else:
                 lpt, tp = (median([x["msgs_per_s"] for x in samples[d]]) for d in DESIGNS)
                 print(f"| {name} | {place} | {lpt:,.0f} msgs/s | {tp:,.0f} msgs/s | {tp / lpt:.2f} |", flush=True)
+    rpc_rows(bindir, record)
     target_rows(bindir, record)
     print()
     os.makedirs("bench/results", exist_ok=True)
