@@ -49,7 +49,9 @@ int main(int argc, char** argv) {
     };
   }
   if (ws) {
-    net::WebSocketOptions websocket{.host = options.host + ":" + args[0], .message_size = volley::wire::checked::frame_size};
+    net::WebSocketOptions websocket;
+    websocket.host = options.host + ":" + args[0];
+    websocket.message_size = volley::wire::checked::frame_size;
     options.make_transport = [websocket, tls_transport = options.make_transport] {
       return net::make_websocket_transport(net::WebSocketRole::client, websocket,
                                            tls_transport ? tls_transport() : nullptr);

@@ -102,7 +102,8 @@ int main(int argc, char** argv) {
   }
   if (ws) {
     // WebSocket over whatever is underneath (TLS or the socket); each checked frame one message.
-    net::WebSocketOptions websocket{.message_size = volley::wire::checked::frame_size};
+    net::WebSocketOptions websocket;
+    websocket.message_size = volley::wire::checked::frame_size;
     server_options.transport = [websocket, tls_transport = server_options.transport] {
       return net::make_websocket_transport(net::WebSocketRole::server, websocket,
                                            tls_transport ? tls_transport() : nullptr);

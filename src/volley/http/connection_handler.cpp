@@ -2,10 +2,16 @@
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
+// GCC 12 under -fsanitize=address warns that Beast's content_length() may
+// return an uninitialised boost::optional (boost::none is returned; a false
+// positive of -Wmaybe-uninitialized, where the warning points into the header).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
+#pragma GCC diagnostic pop
 #include <fmt/format.h>
 
 #include <volley/wire/detail/stream_buffer.hpp>
