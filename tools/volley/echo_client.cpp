@@ -98,9 +98,11 @@ int run_echo_client(const EchoClientOptions& o) {
           net::WebSocketRole::client, ws, tls ? net::make_tls_transport(*tls, net::TlsRole::client, o.address) : nullptr);
     };
   }
-  std::vector<std::shared_ptr<net::TcpConnection>> connections(o.clients);  // each written by its client's loop only
 
   net::LoopPool loops(std::min(o.threads, o.clients), o.busy_poll);
+  // Each written by its client's loop only. Declared after the loops, so it
+  // goes first: a connection's timers must not outlive the loop they belong to.
+  std::vector<std::shared_ptr<net::TcpConnection>> connections(o.clients);
   EchoRun run;
   run.message_size = o.size;
   run.in_flight = o.rtt ? 1 : o.messages;
