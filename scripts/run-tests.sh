@@ -43,7 +43,11 @@ else
   echo "run-tests: Release build failed" >&2; status=1; failed=$((failed + 1))
 fi
 
-if build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVOLLEY_SANITIZE=ON; then
+# -O1 -g1: what the sanitizers need (a stack with file and line for every
+# report) and about half the compile time of -O2 -g, which made this build
+# three quarters of the run.
+if build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+    -DVOLLEY_SANITIZE=ON; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_ctest build-asan "AddressSanitizer + UndefinedBehaviorSanitizer"
 else

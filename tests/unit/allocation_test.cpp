@@ -20,13 +20,15 @@ namespace {
 thread_local std::size_t g_allocations = 0;
 }
 
-void* operator new(std::size_t n) {
+// All out of line: inlined into a caller, GCC takes one side for the built-in
+// operator and the other for malloc()/free() and warns of a mismatch (-O1 up).
+[[gnu::noinline]] void* operator new(std::size_t n) {
   ++g_allocations;
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace gnb = volley::gnb;
 namespace dispatch = volley::dispatch;
