@@ -101,4 +101,12 @@ std::string report_text(const std::string& stdout_text) {
 
 std::string bin(const std::string& name) { return std::string(VOLLEY_BIN_DIR) + "/" + name; }
 
+std::uint64_t resident_kib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
+  return 0;
+}
+
 }  // namespace volley::test

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,5 +69,7 @@ int wait_for_port_file(const std::string& path, ChildProcess& program);
 std::string report_text(const std::string& stdout_text);
 // The path of a program of this build (build/bin/NAME).
 std::string bin(const std::string& name);
+// A process's resident memory (VmRSS) in KiB; 0 once it is gone.
+std::uint64_t resident_kib(pid_t pid);
 
 }  // namespace volley::test

@@ -204,14 +204,6 @@ TEST(MisbehavingClients, AreReportedAndDroppedWhileOthersGoOn) {
 }
 
 // The resident memory of a process, from /proc (kB).
-static std::uint64_t resident_kib(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
-  return 0;
-}
-
 // A client that sends requests and never reads the replies used to make the
 // target queue every reply (1.4 GB sent: 195 MiB resident). Now the target
 // stops reading from it at --max-queued, so the client's own sends back up,
