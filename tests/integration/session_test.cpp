@@ -367,8 +367,10 @@ struct RecordingEvents : net::SessionEvents {
 
 // Connects a checked-frame session to `peer` and sends 16 KiB messages until
 // it is congested (the peer reads nothing); null if it never was.
+// `each_turn` runs once per send while the output fills (a peer that talks while it does not read).
 std::shared_ptr<net::TcpConnection> start_congested(asio::io_context& loop, SilentPeer& peer,
-                                                    const net::SessionOptions& options, net::SessionEvents& events) {
+                                                    const net::SessionOptions& options, net::SessionEvents& events,
+                                                    const std::function<void()>& each_turn = {}) {
   boost::system::error_code ec;
   auto socket = net::connect_tcp(loop, "127.0.0.1", peer.port(), 2s, ec);
   if (ec || peer.accept() < 0) return nullptr;
@@ -379,6 +381,7 @@ std::shared_ptr<net::TcpConnection> start_congested(asio::io_context& loop, Sile
   const std::vector<std::byte> payload(16 * 1024, std::byte{1});
   for (int i = 0; i < 10000 && !s.congested(); ++i) {
     s.send(payload);
+    if (each_turn) each_turn();
     loop.poll();
   }
   return s.congested() ? connection : nullptr;
@@ -502,16 +505,19 @@ TEST(Session, ASlowConsumerWhoseInputIsPausedIsReportedAsSlowNotSilent) {
   RecordingEvents events;
   events.pause_when_congested = true;  // the usual answer to a peer that does not read: stop taking its requests
   net::SessionOptions options;
-  options.heartbeat_interval = 40ms;
-  options.heartbeat_misses = 2;  // silence is noticed after 80 ms
+  options.heartbeat_interval = 100ms;
+  options.heartbeat_misses = 2;  // silence is noticed after 200 ms
   options.high_water = 128 * 1024;
-  options.slow_consumer_timeout = 500ms;
-  const auto connection = start_congested(loop, peer, options, events);
-  ASSERT_TRUE(connection);
-  // The peer keeps talking (heartbeats) but never reads.
+  options.slow_consumer_timeout = 1000ms;
+  // The peer keeps talking (heartbeats) but never reads, from the start: while
+  // the output fills (which can take longer than the silence bound under
+  // ThreadSanitizer) the session hears it; once paused, it does not.
   const std::array<std::byte, 5> heartbeat{std::byte{0}, std::byte{0}, std::byte{5}, std::byte{0}, std::byte{0}};
+  const auto talk = [&] { ::send(peer.fd(), heartbeat.data(), heartbeat.size(), MSG_DONTWAIT | MSG_NOSIGNAL); };
+  const auto connection = start_congested(loop, peer, options, events, talk);
+  ASSERT_TRUE(connection);
   ASSERT_TRUE(run_until(loop, [&] {
-    ::send(peer.fd(), heartbeat.data(), heartbeat.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    talk();
     return events.closed.has_value();
   }, 5s));
   EXPECT_EQ(events.closed->kind, net::CloseReason::Kind::slow_consumer) << events.closed->detail;
