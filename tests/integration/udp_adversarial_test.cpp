@@ -9,10 +9,6 @@
 // The abuse is paced (a few thousand datagrams a second): a flood would test
 // the kernel's receive buffer, which `Echo.UdpDatagramsTheKernelDroppedAreCounted`
 // and the relay's own tests already do.
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -28,6 +24,7 @@
 #include "child_process.hpp"
 #include "listening_server.hpp"
 #include "target_fixture.hpp"
+#include "udp_helpers.hpp"
 
 namespace volley::test {
 namespace {
@@ -111,24 +108,6 @@ std::vector<UdpSubject> subjects() {
 
 // ---- the abuses ----
 
-class Datagrams {
- public:
-  Datagrams() : fd_(::socket(AF_INET, SOCK_DGRAM, 0)) {}
-  ~Datagrams() { ::close(fd_); }
-  Datagrams(const Datagrams&) = delete;
-  Datagrams& operator=(const Datagrams&) = delete;
-  void send(int port, std::span<const std::byte> bytes) const {
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(static_cast<std::uint16_t>(port));
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::sendto(fd_, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
-  }
-
- private:
-  int fd_;
-};
-
 struct UdpAbuse {
   std::string name;
   bool must_be_counted;
@@ -139,36 +118,36 @@ std::vector<UdpAbuse> abuses() {
   return {
       {"garbage", true,
        [](int port) {
-         const Datagrams socket;
+         const UdpSocket socket;
          for (unsigned i = 0; i < 2000; ++i) {
            const Bytes bytes = garbage(1 + (i * 7919) % 512, i);
-           socket.send(port, bytes);
+           socket.send_to(port, bytes);
            if (i % 2 == 1) std::this_thread::sleep_for(1ms);
          }
        }},
       {"empty", true,
        [](int port) {
-         const Datagrams socket;
+         const UdpSocket socket;
          for (int i = 0; i < 200; ++i) {
-           socket.send(port, {});
+           socket.send_to(port, {});
            std::this_thread::sleep_for(1ms);
          }
        }},
       {"oversized", true,
        [](int port) {
-         const Datagrams socket;
+         const UdpSocket socket;
          const Bytes big = garbage(65000, 7);
          for (int i = 0; i < 20; ++i) {
-           socket.send(port, big);
+           socket.send_to(port, big);
            std::this_thread::sleep_for(20ms);
          }
        }},
       {"many_sources", true,
        [](int port) {
-         std::vector<std::unique_ptr<Datagrams>> sources;
+         std::vector<std::unique_ptr<UdpSocket>> sources;
          for (unsigned i = 0; i < 300; ++i) {
-           sources.push_back(std::make_unique<Datagrams>());
-           sources.back()->send(port, garbage(64, i));
+           sources.push_back(std::make_unique<UdpSocket>());
+           sources.back()->send_to(port, garbage(64, i));
            std::this_thread::sleep_for(1ms);
          }
        }},
