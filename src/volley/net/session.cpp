@@ -205,7 +205,11 @@ void Session::on_timer() {
 }
 
 void Session::on_close(TcpConnection& connection, const CloseReason& reason) {
-  connection_ = &connection;  // set already, unless the transport's handshake failed before on_open
+  // Set already unless the transport's handshake failed before on_open. Only
+  // then written here: another thread may be reading it (a metrics scrape
+  // takes each open session's connection under its events' lock), and even a
+  // write of the same value would race with that read.
+  if (connection_ == nullptr) connection_ = &connection;
   if (timer_) timer_->cancel();
   timer_at_ = Clock::time_point::max();
   events_->on_close(*this, reason);
