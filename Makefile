@@ -19,10 +19,10 @@ demo: build
 test: deps
 	@bash scripts/run-tests.sh
 
-# The library, tools and integration tests under ThreadSanitizer (build-tsan),
-# then the tests of the designs that share state between threads: the thread
-# pool, the loops' handovers, sessions, metrics scrapes. Not part of `make
-# test`: the build alone takes about as long as the sanitizer build there.
+# `make test`'s ThreadSanitizer stage alone: the library, tools and tests in
+# build-tsan, then the tests of the code that shares state between threads
+# (the thread pool, the loops' handovers, sessions, metrics scrapes, the server
+# programs under the abuse matrices).
 tsan: deps
 	@bash scripts/run-tsan.sh
 

@@ -1,0 +1,68 @@
+# Sourced by run-tests.sh (`make test`) and run-tsan.sh (`make tsan`): building
+# a tree, running ctest in it, and adding its counts to the totals `passed`,
+# `failed` and `status` of the caller.
+
+# build DIR CMAKE-ARGS... [-- TARGETS...]: configures and builds DIR (every
+# target, or only those after "--").
+build() {
+  local dir=$1; shift
+  local args=() targets=()
+  while [[ $# -gt 0 && $1 != "--" ]]; do args+=("$1"); shift; done
+  [[ $# -gt 0 ]] && shift && targets=("$@")
+  cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null || return 1
+  if [[ ${#targets[@]} -gt 0 ]]; then
+    cmake --build "$dir" --target "${targets[@]}"
+  else
+    cmake --build "$dir"
+  fi
+}
+
+# run_ctest DIR LABEL [CTEST-ARGS...]: runs the tests of DIR (those CTEST-ARGS
+# select) and adds its counts to the totals.
+run_ctest() {
+  local dir=$1 label=$2 log; shift 2
+  log=$(mktemp)
+  echo "=== $label ($dir)"
+  (cd "$dir" && ctest --output-on-failure --timeout 600 -j "$(nproc)" "$@") 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local summary
+  summary=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -1)
+  if [[ -n "$summary" ]]; then
+    local total fail
+    fail=$(sed -E 's/.*passed, ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$summary")
+    total=$(sed -E 's/.*failed out of ([0-9]+).*/\1/' <<<"$summary")
+    passed=$((passed + total - fail))
+    failed=$((failed + fail))
+  else
+    echo "run-tests: no ctest summary from $label" >&2
+    failed=$((failed + 1))
+  fi
+  [[ $rc -eq 0 ]] || status=1
+  rm -f "$log"
+}
+
+# The ThreadSanitizer stage: the library, the tools and the tests with
+# -fsanitize=thread in build-tsan/ (-O1 -g1, as the other sanitizer build: file
+# and line in every report, half the compile time of -O2 -g), then the unit
+# tests and the integration tests of code that shares state between threads:
+# the thread-pool design (a strand per connection, the acceptor's per-worker
+# bookkeeping), the handovers between loops (accept, shutdown, cross-loop posts
+# in the chat room), sessions, metrics scrapes gathered from every loop, and
+# every server program under the abuse matrices. The programs the tests start
+# are ThreadSanitizer builds too and exit with 66 on a report, which fails the
+# test that checks their exit; a report in the test process fails its test the
+# same way. No suppressions.
+tsan_stage() {
+  local dir=build-tsan
+  if ! build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+      -DVOLLEY_TSAN=ON -- volley_unit_tests volley_integration_tests; then
+    echo "run-tests: ThreadSanitizer build failed" >&2; status=1; failed=$((failed + 1))
+    return
+  fi
+  local threaded='^(ThreadPoolDesign\.|EchoThreadPool\.|Echo\.Tcp|Echo\.Tls|Echo\.AThousand|Http\.|Metrics\.'
+  threaded+='|ChatExample\.|Examples\.|Session|RpcOver|ServerPrograms\.|Shutdown|Servers/|TlsServers/|UdpPrograms/)'
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 exitcode=66"
+  run_ctest "$dir" "ThreadSanitizer: unit tests" -L unit
+  run_ctest "$dir" "ThreadSanitizer: integration tests of code shared between threads" -L integration -R "$threaded"
+  unset TSAN_OPTIONS
+}
