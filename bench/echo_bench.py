@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Echo benchmarks (issue 3): Volley's echo server and client over TCP, TLS
 and UDP next to plain-socket baselines (bench/raw: an epoll TCP echo server,
-a UDP echo with recvmmsg/sendmmsg, a blocking ping-pong and its busy-polling
-twin), in one run with samples interleaved. Every figure comes with where
+the same echo on io_uring, a UDP echo with recvmmsg/sendmmsg, a blocking
+ping-pong and its busy-polling twin), in one run with samples interleaved. Every figure comes with where
 the processes ran (taskset); ratios are Volley / baseline. Markdown on stdout,
 every sample in bench/results/echo.json."""
 import json
@@ -83,6 +83,46 @@ def throughput_rows(bindir, certs, record):
     print()
 
 
+def backend_rows(bindir, record):
+    """The raw epoll server against the same echo on io_uring (bench/raw/raw_uring_echo:
+    multishot accept and receive, provided buffers, one submission per completion
+    batch), with Volley's server beside them: how much an io_uring backend could
+    give on this kernel, and where Volley stands against each."""
+    if not os.path.exists(f"{bindir}/raw_uring_echo"):
+        print("## Raw echo on epoll and on io_uring: skipped (raw_uring_echo not built: liburing missing)\n")
+        return
+    print(f"## Raw echo on epoll and on io_uring, Volley beside them ({SECONDS:g} s per sample, median of "
+          f"{SAMPLES}, samples interleaved)\n")
+    print("| case | placement | raw epoll msgs/s | raw io_uring msgs/s | io_uring / epoll | Volley msgs/s "
+          "| Volley / raw epoll | Volley / raw io_uring |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    cases = [
+        ("pipelined, 32 B, 1 client, 1 thread", CROSS, ["-c", "1", "-t", "1"], 1),
+        ("pipelined, 32 B, 100 clients, 2 threads", SHARED, ["-c", "100", "-t", "2"], 2),
+        ("pipelined, 32 B, 100 clients, 1 thread", CROSS, ["-c", "100", "-t", "1"], 1),
+    ]
+    for name, (place, scpu, ccpu), args, threads in cases:
+        es, us, vs = [], [], []
+        for _ in range(SAMPLES):
+            b = ServerProcess([f"{bindir}/raw_echo_server", "32233", str(threads)], scpu)
+            es.append(client(bindir, ccpu, 32233, args))
+            b.stop()
+            b = ServerProcess([f"{bindir}/raw_uring_echo", "32234", str(threads)], scpu)
+            us.append(client(bindir, ccpu, 32234, args))
+            b.stop()
+            s = volley_server(bindir, scpu, "tcp", threads)
+            vs.append(client(bindir, ccpu, s.port, args))
+            s.stop()
+        for x in es + us + vs:
+            if x["errors"] or x["mismatched_bytes"]:
+                print(f"<!-- {name}: {x['errors']} errors, {x['mismatched_bytes']} mismatched bytes in a sample -->")
+        e, u, v = (median([x["msgs_per_s"] for x in xs]) for xs in (es, us, vs))
+        record.append({"case": name, "placement": place, "raw_epoll": es, "raw_io_uring": us, "volley": vs})
+        print(f"| {name} | {place} | {e:,.0f} | {u:,.0f} | {u / e:.2f} | {v:,.0f} | {v / e:.2f} | {v / u:.2f} |",
+              flush=True)
+    print()
+
+
 def rtt_rows(bindir, record):
     print(f"## True round trips, 32 bytes, one message in flight (median of {SAMPLES} samples)\n")
     print("| Volley | placement | p50 | p99 | baseline | p50 | p99 | p50 ratio | p99 ratio |")
@@ -116,6 +156,7 @@ def main():
         here = os.path.dirname(os.path.abspath(__file__))
         subprocess.run([f"{here}/../scripts/make-test-certs.sh", certs], check=True, stdout=subprocess.DEVNULL)
         throughput_rows(bindir, certs, record)
+    backend_rows(bindir, record)
     rtt_rows(bindir, record)
     os.makedirs("bench/results", exist_ok=True)
     with open("bench/results/echo.json", "w") as f:

@@ -19,6 +19,8 @@ required=(
   tshark
   # the HTTP load benchmark (bench/http_bench.py) drives the HTTP server with it
   wrk
+  # the raw io_uring echo baseline (bench/raw/raw_uring_echo)
+  liburing-dev
 )
 
 missing=()

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
+#include <vector>
 
 namespace bench {
 
@@ -48,6 +50,22 @@ void accept_all(int listener, int ep, Opened&& opened) {
     ::epoll_ctl(ep, EPOLL_CTL_ADD, c, &cev);
     opened(c);
   }
+}
+
+// `PROGRAM PORT [THREADS]`: runs serve(port) on THREADS threads (1 by
+// default), each with its own listener, and waits for them; 2 on bad usage.
+template <class Serve>
+int serve_on_threads(int argc, char** argv, const char* usage, Serve serve) {
+  if (argc < 2 || argc > 3) {
+    std::fprintf(stderr, "usage: %s\n", usage);
+    return 2;
+  }
+  const int port = std::atoi(argv[1]);
+  const int threads = argc == 3 ? std::atoi(argv[2]) : 1;
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i) pool.emplace_back(serve, port);
+  for (auto& t : pool) t.join();
+  return 0;
 }
 
 }  // namespace bench

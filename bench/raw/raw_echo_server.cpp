@@ -96,16 +96,7 @@ void serve(int port) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || argc > 3) {
-    std::fprintf(stderr, "usage: raw_echo_server PORT [THREADS]\n");
-    return 2;
-  }
-  const int port = std::atoi(argv[1]);
-  const int threads = argc == 3 ? std::atoi(argv[2]) : 1;
   std::signal(SIGINT, [](int) { stop = true; });
   std::signal(SIGTERM, [](int) { stop = true; });
-  std::vector<std::thread> pool;
-  for (int i = 0; i < threads; ++i) pool.emplace_back(serve, port);
-  for (auto& t : pool) t.join();
-  return 0;
+  return bench::serve_on_threads(argc, argv, "raw_echo_server PORT [THREADS]", serve);
 }
