@@ -27,8 +27,9 @@ def placement(threads):
     """(name, server CPUs, client CPUs) for a server of `threads` threads."""
     cpus = os.cpu_count() or 1
     if 2 * threads <= cpus:
-        server = f"0-{threads - 1}" if threads > 1 else "0"
-        clients = f"{threads}-{2 * threads - 1}" if threads > 1 else f"{threads}"
+        if threads == 1:
+            return "separate: server CPU 0, clients CPU 1", "0", "1"
+        server, clients = f"0-{threads - 1}", f"{threads}-{2 * threads - 1}"
         return f"separate: server CPUs {server}, clients CPUs {clients}", server, clients
     return f"shared: {cpus} CPUs, unpinned", None, None
 

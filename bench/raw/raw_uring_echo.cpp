@@ -39,8 +39,8 @@ namespace {
 std::atomic<bool> stop{false};
 
 constexpr unsigned kRingEntries = 4096;
-constexpr unsigned kBuffers = 4096;  // a power of two (the buffer ring's mask)
-constexpr unsigned kBufferSize = 16 * 1024;
+constexpr unsigned kBuffers = 1024;  // a power of two (the buffer ring's mask)
+constexpr unsigned kBufferSize = 64 * 1024;  // as the epoll server's reads: 16 KiB made 0.7x as many echoes
 constexpr unsigned short kGroup = 0;
 
 enum class Op : std::uint64_t { accept = 1, recv = 2, send = 3 };

@@ -136,7 +136,7 @@ std::vector<UdpAbuse> abuses() {
       {"oversized", true,
        [](int port) {
          const UdpSocket socket;
-         const Bytes big = garbage(65000, 7);
+         const Bytes big = garbage(65507, 7);  // the most a UDP datagram over IPv4 carries
          for (int i = 0; i < 20; ++i) {
            socket.send_to(port, big);
            std::this_thread::sleep_for(20ms);
