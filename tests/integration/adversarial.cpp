@@ -263,4 +263,14 @@ void expect_survives(const Subject& subject, const Abuse& abuse,
   }
 }
 
+void expect_survives(const Subject& subject, const LayerAbuse& abuse) {
+  if (abuse.in_handshake) {
+    expect_survives(subject, abuse.abuse, [](const boost::json::object& r) -> std::optional<std::uint64_t> {
+      return u64(r.at("handshake_failures"));
+    });
+  } else {
+    expect_survives(subject, abuse.abuse, subject.counted);
+  }
+}
+
 }  // namespace volley::test

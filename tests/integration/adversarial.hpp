@@ -1,5 +1,5 @@
 #pragma once
-// The abuse matrix's parts shared by its TCP and TLS halves: the server
+// The abuse matrix's parts shared by its TCP, TLS and WebSocket halves: the server
 // programs under attack (each with a well-behaved client and what its report
 // shows of bad input), a raw socket that may be refused, reset or closed
 // under it, and the checks every case ends with.
@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <ostream>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +45,46 @@ struct Abuse {
   std::function<void(int port, const Subject&)> run;
 };
 
+// An abuse of a layer over TCP (TLS, WebSocket): one that breaks the layer's
+// handshake must show in the server's `handshake_failures`, one after it in
+// the subject's own counters.
+struct LayerAbuse {
+  Abuse abuse;
+  bool in_handshake;
+};
+
+inline const std::string& name_of(const Abuse& a) { return a.name; }
+inline const std::string& name_of(const LayerAbuse& a) { return a.abuse.name; }
+
+// One case of a matrix: a subject (by name) and an abuse.
+template <class A>
+struct Case {
+  std::string subject;
+  A abuse;
+};
+
+template <class A>
+void PrintTo(const Case<A>& c, std::ostream* os) {
+  *os << c.subject << " x " << name_of(c.abuse);
+}
+
+// Every subject with every abuse.
+template <class A>
+std::vector<Case<A>> every_case(const std::vector<A>& abuses) {
+  std::vector<Case<A>> cases;
+  for (const auto& s : subject_names())
+    for (const auto& a : abuses) cases.push_back({s, a});
+  return cases;
+}
+
+// A test name for a subject and an abuse ("rpc-server", "garbage": "rpc_server_garbage").
+std::string case_name(const std::string& subject, const std::string& abuse);
+
+template <class A>
+std::string case_name(const Case<A>& c) {
+  return case_name(c.subject, name_of(c.abuse));
+}
+
 // Runs `abuse` against the subject's server while its good client works, then:
 // the server is still up, its memory under a bound, the good client's results
 // exact, the server stops cleanly, and, where `must_be_counted`, `counted`
@@ -51,8 +92,8 @@ struct Abuse {
 void expect_survives(const Subject& subject, const Abuse& abuse,
                      const std::function<std::optional<std::uint64_t>(const boost::json::object&)>& counted);
 
-// A test name for a subject and an abuse ("rpc-server", "garbage": "rpc_server_garbage").
-std::string case_name(const std::string& subject, const std::string& abuse);
+// The same, counting a layer's abuse where LayerAbuse says.
+void expect_survives(const Subject& subject, const LayerAbuse& abuse);
 
 // `n` random bytes that never start a valid frame or TLS record.
 Bytes garbage(std::size_t n, unsigned seed);

@@ -91,30 +91,15 @@ std::vector<Abuse> abuses() {
   };
 }
 
-struct Case {
-  std::string subject;
-  Abuse abuse;
-};
-
-void PrintTo(const Case& c, std::ostream* os) { *os << c.subject << " x " << c.abuse.name; }
-
-std::vector<Case> every_case() {
-  std::vector<Case> cases;
-  for (const auto& s : subject_names())
-    for (const auto& a : abuses()) cases.push_back({s, a});
-  return cases;
-}
-
-class Abused : public testing::TestWithParam<Case> {};
+class Abused : public testing::TestWithParam<Case<Abuse>> {};
 
 TEST_P(Abused, StaysUpBoundedAndExactForAGoodClientAlongside) {
   const Subject s = subject(GetParam().subject, Link::tcp);
   expect_survives(s, GetParam().abuse, s.counted);
 }
 
-INSTANTIATE_TEST_SUITE_P(Servers, Abused, testing::ValuesIn(every_case()), [](const auto& info) {
-  return case_name(info.param.subject, info.param.abuse.name);
-});
+INSTANTIATE_TEST_SUITE_P(Servers, Abused, testing::ValuesIn(every_case(abuses())),
+                         [](const auto& info) { return case_name(info.param); });
 
 }  // namespace
 }  // namespace volley::test

@@ -4,7 +4,10 @@
 // control frames, fragmentation, close codes and refused upgrades.
 #include <sys/socket.h>
 
+#include <array>
 #include <condition_variable>
+#include <optional>
+#include <span>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -20,6 +23,8 @@
 #include <gtest/gtest.h>
 
 #include <volley/gnb/protocol.hpp>
+#include <volley/wire/byte_order.hpp>
+#include <volley/wire/websocket.hpp>
 
 #include "child_process.hpp"
 #include "echo_fixture.hpp"
@@ -173,6 +178,69 @@ TEST(WebSocket, ViolationsGetTheirCloseCodeAndOtherClientsAreUndisturbed) {
   const auto report = server.stop();
   EXPECT_EQ(json_u64(report, "connections"), 4u);
   EXPECT_EQ(json_u64(report, "errors"), 3u);  // the three that broke the protocol
+}
+
+// A client's frame, masked (as a client's must be).
+std::vector<std::byte> masked_frame(wire::websocket::Opcode opcode, std::span<const std::byte> payload) {
+  static constexpr std::array<std::byte, 4> key{std::byte{0x0b}, std::byte{0xad}, std::byte{0xf0}, std::byte{0x0d}};
+  std::vector<std::byte> frame(wire::websocket::kMaxHeaderSize + payload.size());
+  const std::size_t header = wire::websocket::encode_header(frame.data(), true, opcode, payload.size(), &key);
+  wire::websocket::mask_copy(payload.data(), frame.data() + header, payload.size(), key, 0);
+  frame.resize(header + payload.size());
+  return frame;
+}
+
+TEST(WebSocket, APeersCloseIsAnsweredAfterWhatWasAlreadyQueuedForIt) {
+  // A message and a close frame in one segment: the server reads both at once,
+  // and the echo of the message is queued only after the close is known. The
+  // close must be answered after that echo; answered at once, it dropped the
+  // echo (no data may follow a close frame), and a client that half-closed
+  // after its last request lost the replies still owed to it.
+  TempDir dir;
+  EchoServer server(dir, {"--proto", "ws"});
+  for (std::size_t size : {1, 200, 70000}) {
+    RawClient raw(server.port());
+    raw.send(bytes_of("GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"));
+    const std::string head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                             "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+    ASSERT_EQ(raw.read(head.size()).size(), head.size());
+    const std::vector<std::byte> message = bytes_of(pattern(size, 11));
+    std::vector<std::byte> segment = masked_frame(wire::websocket::Opcode::binary, message);
+    const std::vector<std::byte> code{std::byte{0x03}, std::byte{0xe8}};  // 1000
+    const auto close = masked_frame(wire::websocket::Opcode::close, code);
+    segment.insert(segment.end(), close.begin(), close.end());
+    raw.send(segment);
+
+    std::vector<std::byte> echoed;
+    std::optional<std::uint16_t> close_code;
+    while (!close_code) {
+      const auto header = raw.read(2);
+      ASSERT_EQ(header.size(), 2u) << size << ": the connection ended after " << echoed.size() << " bytes, no close";
+      std::uint64_t length = static_cast<unsigned>(header[1]) & 0x7Fu;
+      if (length == 126) {
+        length = wire::load_u16_be(raw.read(2).data());
+      } else if (length == 127) {
+        const auto ext = raw.read(8);
+        length = (std::uint64_t{wire::load_u32_be(ext.data())} << 32) | wire::load_u32_be(ext.data() + 4);
+      }
+      const auto payload = raw.read(length);
+      ASSERT_EQ(payload.size(), length);
+      if ((static_cast<unsigned>(header[0]) & 0x0Fu) == 8) {
+        ASSERT_EQ(payload.size(), 2u);
+        close_code = wire::load_u16_be(payload.data());
+      } else {
+        echoed.insert(echoed.end(), payload.begin(), payload.end());
+      }
+    }
+    EXPECT_EQ(echoed.size(), message.size()) << "the echo ahead of the close";
+    EXPECT_TRUE(echoed == message);
+    EXPECT_EQ(*close_code, wire::websocket::close_code::normal);
+    EXPECT_TRUE(raw.peer_closed());
+  }
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report, "errors"), 0u);
+  EXPECT_EQ(json_u64(report, "bytes"), 1 + 200 + 70000u);
 }
 
 TEST(WebSocket, BadUpgradeRequestsGetTheirHttpStatusAndCount) {

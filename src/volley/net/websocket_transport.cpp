@@ -79,6 +79,11 @@ class WebSocketTransport final : public StreamTransport {
   static constexpr std::size_t kInputBuffer = 64 * 1024;
   // Without message boundaries, a write is sent as messages of at most this.
   static constexpr std::size_t kMaxStreamMessage = 1 << 20;
+  // Answers to pings (pongs) waiting for room on the socket: past this, reading
+  // stops until they have gone. A peer that pings and never reads would
+  // otherwise grow them without bound, beside the connection's own output
+  // limit, which never sees them.
+  static constexpr std::size_t kMaxWaitingAnswers = 64 * 1024;
 
   WebSocketTransport(WebSocketRole role, WebSocketOptions options, std::unique_ptr<StreamTransport> tls)
       : role_(role),
@@ -164,6 +169,15 @@ class WebSocketTransport final : public StreamTransport {
     std::size_t produced = 0;
     bool drained = false;
     while (!end_ && !signal_) {
+      if (pending_out() > kMaxWaitingAnswers) {
+        boost::system::error_code ignored;
+        if (!flush_out(ignored)) {
+          // The peer is not reading its pongs: no more input until they leave
+          // (blocked_ says what to wait for; what is in in_ is kept for then).
+          stopped_full_ = produced > 0 && in_begin_ < in_end_;
+          break;
+        }
+      }
       if (in_begin_ < in_end_) {
         const ws::Receiver::Result r = receiver_.decode(input(), buffer.subspan(produced));
         in_begin_ += r.consumed;
@@ -243,7 +257,7 @@ class WebSocketTransport final : public StreamTransport {
 
   void shutdown_send() override {
     if (phase_ == Phase::open && !close_sent_) {
-      send_close(ws::close_code::normal);
+      send_close(peer_close_code_.value_or(ws::close_code::normal));
       boost::system::error_code ignored;
       flush_out(ignored);
     }
@@ -377,8 +391,10 @@ class WebSocketTransport final : public StreamTransport {
         if (!close_sent_) append_control(ws::Opcode::pong, receiver_.control_payload());
         break;
       case ws::Receiver::Event::close:
-        // Answered with the same code; the messages end here (a clean end).
-        if (!close_sent_) send_close(receiver_.close_code());
+        // The messages end here (a clean end). The answer, with the same code,
+        // waits for shutdown_send(): what the application queued before it
+        // learnt of the close still goes first (a close sent now would drop it).
+        peer_close_code_ = receiver_.close_code();
         in_band_end_ = End::closed_by_peer;
         signal_ = asio::error::eof;
         break;
@@ -464,6 +480,7 @@ class WebSocketTransport final : public StreamTransport {
   Wait blocked_ = Wait::none;
   bool stopped_full_ = false;
   bool close_sent_ = false;
+  std::optional<std::uint16_t> peer_close_code_;  // the peer's close, answered by shutdown_send()
   std::optional<std::error_code> refusal_;
   End in_band_end_ = End::none;
   std::optional<boost::system::error_code> signal_;  // the in-band end, for the next read_some

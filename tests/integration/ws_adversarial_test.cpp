@@ -1,0 +1,265 @@
+// The abuse matrix over WebSocket: the same four server programs serving
+// WebSocket (`--ws`, `--proto ws` for the echo server), each attacked where
+// WebSocket adds surface (the HTTP upgrade, unmasked frames, lying lengths, a
+// message that never ends, pings that are never read) while a good client
+// works over WebSocket alongside. Refused upgrades must show in the server's
+// `handshake_failures`; protocol violations after the upgrade get their close
+// code (RFC 6455, 7.4.1) and show in the counters the TCP matrix reads.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <volley/wire/byte_order.hpp>
+#include <volley/wire/websocket.hpp>
+
+#include "adversarial.hpp"
+#include "target_fixture.hpp"
+
+namespace volley::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+namespace ws = wire::websocket;
+
+// The servers take messages of at most this here, so a message that never
+// ends reaches the limit in a few hundred kilobytes.
+constexpr std::uint64_t kMaxMessage = 256 * 1024;
+
+const std::string kUpgrade =
+    "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+
+Bytes bytes_of(std::string_view text) {
+  const auto b = std::as_bytes(std::span(text.data(), text.size()));
+  return {b.begin(), b.end()};
+}
+
+// The subject serving WebSocket, its good client connecting over it.
+Subject over_websocket(Subject s) {
+  const std::vector<std::string> ws_max{"--ws-max-message", std::to_string(kMaxMessage)};
+  if (s.name == "echo-server") {
+    std::replace(s.server.begin(), s.server.end(), std::string("tcp"), std::string("ws"));
+    s.server.insert(s.server.end(), ws_max.begin(), ws_max.end());
+    s.good_client = [client = s.good_client](int port) {
+      auto argv = client(port);
+      argv.insert(argv.end(), {"--proto", "ws"});
+      return argv;
+    };
+    // A WebSocket echo can tell a violation: the echo server counts it in `errors`.
+    s.counted = [](const boost::json::object& r) -> std::optional<std::uint64_t> { return u64(r.at("errors")); };
+  } else {
+    s.server.push_back("--ws");
+    s.server.insert(s.server.end(), ws_max.begin(), ws_max.end());
+    s.good_client = [client = s.good_client](int port) {
+      auto argv = client(port);
+      argv.push_back("--ws");
+      return argv;
+    };
+  }
+  return s;
+}
+
+// A client's frame: masked with a fixed key unless `masked` is false (which a
+// server must refuse).
+Bytes client_frame(ws::Opcode opcode, bool fin, std::span<const std::byte> payload, bool masked = true) {
+  static constexpr std::array<std::byte, 4> key{std::byte{0x37}, std::byte{0xfa}, std::byte{0x21}, std::byte{0x3d}};
+  Bytes frame(ws::kMaxHeaderSize + payload.size());
+  const std::size_t header = ws::encode_header(frame.data(), fin, opcode, payload.size(), masked ? &key : nullptr);
+  if (masked) {
+    ws::mask_copy(payload.data(), frame.data() + header, payload.size(), key, 0);
+  } else if (!payload.empty()) {
+    std::memcpy(frame.data() + header, payload.data(), payload.size());
+  }
+  frame.resize(header + payload.size());
+  return frame;
+}
+
+// The server's answer to an upgrade, up to its blank line (read a byte at a
+// time, so nothing after the head is taken).
+std::string read_head(Abuser& a, std::chrono::milliseconds wait) {
+  std::string head;
+  const auto until = Clock::now() + wait;
+  while (head.find("\r\n\r\n") == std::string::npos && Clock::now() < until) {
+    const Bytes b = a.read_bytes(1, 20ms);
+    if (!b.empty()) head.push_back(static_cast<char>(b[0]));
+  }
+  return head;
+}
+
+// A connection whose upgrade the server accepted.
+Abuser upgraded(int port, const Subject& s) {
+  Abuser a(port);
+  a.send(bytes_of(kUpgrade));
+  const std::string head = read_head(a, 5000ms);
+  EXPECT_EQ(head.substr(0, 12), "HTTP/1.1 101") << s.name << ": the upgrade was refused: " << head;
+  return a;
+}
+
+// The code of the first close frame among a server's (unmasked) frames, once
+// it has arrived whole.
+std::optional<std::uint16_t> close_code_in(const Bytes& b) {
+  std::size_t at = 0;
+  while (at + 2 <= b.size()) {
+    const auto opcode = static_cast<unsigned>(b[at]) & 0x0Fu;
+    std::uint64_t length = static_cast<unsigned>(b[at + 1]) & 0x7Fu;
+    std::size_t header = 2;
+    if (length == 126) {
+      if (at + 4 > b.size()) break;
+      length = wire::load_u16_be(&b[at + 2]);
+      header = 4;
+    } else if (length == 127) {
+      if (at + 10 > b.size()) break;
+      length = (std::uint64_t{wire::load_u32_be(&b[at + 2])} << 32) | wire::load_u32_be(&b[at + 6]);
+      header = 10;
+    }
+    if (b.size() - at - header < length) break;
+    if (opcode == 8) return length >= 2 ? wire::load_u16_be(&b[at + header]) : ws::close_code::no_status;
+    at += header + length;
+  }
+  return std::nullopt;
+}
+
+// What the server sends until its close frame (or `wait` runs out), added to `got`.
+std::optional<std::uint16_t> read_until_close(Abuser& a, Bytes& got, std::chrono::milliseconds wait) {
+  const auto until = Clock::now() + wait;
+  std::optional<std::uint16_t> code = close_code_in(got);
+  while (!code && Clock::now() < until) {
+    const Bytes more = a.read_bytes(64 * 1024, 20ms);
+    got.insert(got.end(), more.begin(), more.end());
+    code = close_code_in(got);
+  }
+  return code;
+}
+
+// The subject's request repeated to at least `n` bytes.
+Bytes requests(const Subject& s, std::size_t n) {
+  Bytes stream;
+  while (stream.size() < n) stream.insert(stream.end(), s.request.begin(), s.request.end());
+  return stream;
+}
+
+std::vector<LayerAbuse> abuses() {
+  return {
+      {{"bad_upgrades", true,
+        [](int port, const Subject& s) {
+          const std::string key = "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n";
+          const std::string upgrade = "Host: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n";
+          const std::vector<std::string> requests{
+              "POST / HTTP/1.1\r\n" + upgrade + key + "Sec-WebSocket-Version: 13\r\n\r\n",  // 405
+              "GET / HTTP/1.1\r\nHost: x\r\n" + key + "Sec-WebSocket-Version: 13\r\n\r\n",  // 400: no upgrade
+              "GET / HTTP/1.1\r\n" + upgrade + key + "Sec-WebSocket-Version: 8\r\n\r\n",    // 426
+              "GET / HTTP/1.1\r\nX-Filler: " + std::string(9000, 'a') + "\r\n\r\n",          // 431
+              "\xee\x01 not http at all\r\n\r\n",                                           // 400
+          };
+          for (const auto& request : requests) {
+            Abuser a(port);
+            a.send(bytes_of(request));
+            const std::string head = read_head(a, 5000ms);
+            EXPECT_EQ(head.substr(0, 10), "HTTP/1.1 4") << s.name << " answered " << request.substr(0, 40);
+          }
+        }},
+       true},
+      {{"upgrade_byte_by_byte", false,
+        [](int port, const Subject& s) {
+          Abuser a(port);
+          for (char c : kUpgrade) {
+            const std::byte b{static_cast<unsigned char>(c)};
+            a.send(std::span(&b, 1));
+            std::this_thread::sleep_for(1ms);
+          }
+          // An upgrade that arrives a byte at a time is still an upgrade, and a request after it is answered.
+          const std::string head = read_head(a, 5000ms);
+          ASSERT_EQ(head.substr(0, 12), "HTTP/1.1 101") << s.name << ": " << head;
+          a.send(client_frame(ws::Opcode::binary, true, s.request));
+          const Bytes answer = a.read_bytes(1, 5000ms);
+          ASSERT_EQ(answer.size(), 1u) << s.name << ": no answer after an upgrade sent byte by byte";
+          EXPECT_EQ(answer[0], std::byte{0x82}) << s.name << ": the answer is not one binary message";
+        }},
+       false},
+      {{"unmasked_frame", true,
+        [](int port, const Subject& s) {
+          for (int i = 0; i < 4; ++i) {
+            Abuser a = upgraded(port, s);
+            a.send(client_frame(ws::Opcode::binary, true, s.request, false));
+            Bytes got;
+            EXPECT_EQ(read_until_close(a, got, 5000ms), ws::close_code::protocol_error) << s.name;
+          }
+        }},
+       false},
+      {{"lying_message_length", true,
+        [](int port, const Subject& s) {
+          static constexpr std::array<std::byte, 4> key{};
+          for (int i = 0; i < 4; ++i) {
+            Abuser a = upgraded(port, s);
+            Bytes lie(ws::kMaxHeaderSize);
+            lie.resize(ws::encode_header(lie.data(), true, ws::Opcode::binary, std::uint64_t{1} << 40, &key));
+            lie.resize(lie.size() + 100, std::byte{0});
+            a.send(lie);
+            Bytes got;
+            EXPECT_EQ(read_until_close(a, got, 5000ms), ws::close_code::message_too_big) << s.name;
+          }
+        }},
+       false},
+      {{"endless_message", true,
+        [](int port, const Subject& s) {
+          // Valid requests, in a message whose final fragment never comes: answered as they
+          // arrive, until the message passes the maximum.
+          const Bytes stream = requests(s, 2 * kMaxMessage);
+          constexpr std::size_t kFragment = 4096;
+          for (int i = 0; i < 2; ++i) {
+            Abuser a = upgraded(port, s);
+            Bytes got;
+            for (std::size_t at = 0; at < stream.size() && !close_code_in(got); at += kFragment) {
+              const auto piece = std::span(stream).subspan(at, std::min(kFragment, stream.size() - at));
+              if (!a.send(client_frame(at == 0 ? ws::Opcode::binary : ws::Opcode::continuation, false, piece))) break;
+              const Bytes answers = a.read_bytes(256 * 1024, 1ms);  // what has come back so far
+              got.insert(got.end(), answers.begin(), answers.end());
+            }
+            EXPECT_EQ(read_until_close(a, got, 5000ms), ws::close_code::message_too_big) << s.name;
+          }
+        }},
+       false},
+      {{"pings_never_read", false,
+        [](int port, const Subject& s) {
+          // Each ping asks for a pong; a peer that never reads them must not make the server keep them.
+          Abuser a = upgraded(port, s);
+          const Bytes ping = client_frame(ws::Opcode::ping, true, Bytes(ws::kMaxControlPayload, std::byte{0x70}));
+          Bytes burst;
+          while (burst.size() < 64 * 1024) burst.insert(burst.end(), ping.begin(), ping.end());
+          const auto until = Clock::now() + 3000ms;
+          while (Clock::now() < until && a.send(burst)) {
+          }
+        }},
+       false},
+      {{"never_reads", false,
+        [](int port, const Subject& s) {
+          Abuser a = upgraded(port, s);
+          const Bytes burst = client_frame(ws::Opcode::binary, true, requests(s, 64 * 1024));
+          const auto until = Clock::now() + 1500ms;
+          while (Clock::now() < until && a.send(burst)) {
+          }
+        }},
+       false},
+  };
+}
+
+class AbusedOverWebSocket : public testing::TestWithParam<Case<LayerAbuse>> {};
+
+TEST_P(AbusedOverWebSocket, StaysUpBoundedAndExactForAGoodClientAlongside) {
+  expect_survives(over_websocket(subject(GetParam().subject, Link::tcp)), GetParam().abuse);
+}
+
+INSTANTIATE_TEST_SUITE_P(WsServers, AbusedOverWebSocket, testing::ValuesIn(every_case(abuses())),
+                         [](const auto& info) { return case_name(info.param); });
+
+}  // namespace
+}  // namespace volley::test
