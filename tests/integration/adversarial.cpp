@@ -119,6 +119,7 @@ std::vector<Subject> subjects(Link link) {
          EXPECT_GT(controls, 0u);
          EXPECT_EQ(u64(r.at("replies").at("ack")), controls) << "every control message of the good client acked";
          EXPECT_EQ(u64(r.at("replies").at("unmatched")), 0u);
+         EXPECT_EQ(u64(r.at("replies").at("unanswered")), 0u) << "the generator's own count of the same";
        },
        [](const boost::json::object& r) -> std::optional<std::uint64_t> {
          const auto& c = r.at("connections").as_object();

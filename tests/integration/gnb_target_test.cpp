@@ -104,6 +104,8 @@ TEST_P(GeneratorIntoTarget, EveryTypeCountReceivedEqualsTheCountSent) {
     EXPECT_EQ(u64(replies.at("ack")) + u64(replies.at("ack_checksum")), 0u);
   }
   EXPECT_EQ(u64(replies.at("unmatched")), 0u);
+  // Every request answered, or none where the target does not reply.
+  EXPECT_EQ(u64(replies.at("unanswered")), mix.reply == "none" ? controls : 0u);
   EXPECT_EQ(u64(report.at("connections").at("accepted")), u64(gen.report.at("connections")));
 }
 

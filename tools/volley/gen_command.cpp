@@ -82,6 +82,15 @@ struct Summary {
     for (auto b : merged.bytes_per_spec) n += b;
     return n;
   }
+  // Requests sent that no reply answered (all of them against a target that
+  // does not reply): what a target lost shows here, not only in a missing ack.
+  std::uint64_t unanswered(const GenConfig& config) const {
+    std::uint64_t requests = 0;
+    for (std::size_t i = 0; i < config.specs.size(); ++i)
+      if (expects_reply(config.specs[i])) requests += merged.frames_per_spec[i];
+    const std::uint64_t matched = merged.acks + merged.nacks + merged.ack_checksums - merged.unmatched_replies;
+    return requests - std::min(requests, matched);
+  }
 };
 
 Summary summarize(const GenConfig& config, const std::vector<std::unique_ptr<GenConnection>>& connections) {
@@ -132,8 +141,8 @@ void print_text(const GenOptions& o, const GenConfig& config, const Summary& s) 
   const auto& r = s.merged;
   if (r.acks + r.nacks + r.ack_checksums > 0) {
     const auto& h = r.rtt_ns;
-    fmt::print("  replies: ack {}, nack {}, ack-checksum {} ({} checksum mismatches), unmatched {}\n", r.acks, r.nacks,
-               r.ack_checksums, r.checksum_mismatches, r.unmatched_replies);
+    fmt::print("  replies: ack {}, nack {}, ack-checksum {} ({} checksum mismatches), unmatched {}, requests unanswered {}\n",
+               r.acks, r.nacks, r.ack_checksums, r.checksum_mismatches, r.unmatched_replies, s.unanswered(config));
     fmt::print("  control round trip (us): p50 {:.1f}  p90 {:.1f}  p99 {:.1f}  p99.9 {:.1f}  max {:.1f}  ({} samples)\n",
                static_cast<double>(h.percentile(50)) / 1e3, static_cast<double>(h.percentile(90)) / 1e3,
                static_cast<double>(h.percentile(99)) / 1e3, static_cast<double>(h.percentile(99.9)) / 1e3,
@@ -186,7 +195,8 @@ boost::json::object to_json(const GenOptions& o, const GenConfig& config, const 
                                       {"nack", r.nacks},
                                       {"ack_checksum", r.ack_checksums},
                                       {"checksum_mismatches", r.checksum_mismatches},
-                                      {"unmatched", r.unmatched_replies}}},
+                                      {"unmatched", r.unmatched_replies},
+                                      {"unanswered", s.unanswered(config)}}},
       {"rtt_ns", boost::json::object{{"count", h.count()},
                                      {"min", h.min()},
                                      {"mean", h.mean()},

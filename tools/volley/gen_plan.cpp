@@ -113,7 +113,7 @@ FrameBlock build_block(const std::vector<MessageSpec>& specs, const std::vector<
         std::fill_n(body, spec.size, std::byte{0x5A});
       }
       FrameBlock::Frame f{at, gnb::kHeaderSize + spec.size, spec_index, -1};
-      if (spec.type == static_cast<std::uint16_t>(gnb::MessageType::control) && spec.size >= 4) {
+      if (expects_reply(spec)) {
         f.control = static_cast<int>(block.controls.size());
         block.controls.push_back({at + gnb::kHeaderSize, spec.size});
       }

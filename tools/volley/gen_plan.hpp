@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <volley/gnb/protocol.hpp>
+
 namespace volley::tools {
 
 // -m TYPE:SIZE:FRACTION, TYPE in hex, SIZE the body size, FRACTION messages of every 100.
@@ -17,6 +19,12 @@ struct MessageSpec {
   std::uint32_t size = 0;
   unsigned fraction = 0;
 };
+
+// Whether the target answers a message of this spec (a control message with
+// room for its transaction id); the generator matches each answer to it.
+inline bool expects_reply(const MessageSpec& spec) {
+  return spec.type == static_cast<std::uint16_t>(gnb::MessageType::control) && spec.size >= 4;
+}
 
 inline constexpr std::uint32_t kMaxInvalidSize = 16 * 1024 * 1024;  // --allow-invalid still bounds memory
 
