@@ -31,8 +31,8 @@ fi
 tsan_stage
 
 if command -v clang++ >/dev/null 2>&1; then
-  if build build-fuzz -DVOLLEY_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ -DVOLLEY_FUZZ_SECONDS="${VOLLEY_FUZZ_SECONDS:-30}"; then
-    run_ctest build-fuzz "libFuzzer targets, ${VOLLEY_FUZZ_SECONDS:-30} s each"
+  if build build-fuzz -DVOLLEY_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ -DVOLLEY_FUZZ_SECONDS="${VOLLEY_FUZZ_SECONDS:-20}"; then
+    run_ctest build-fuzz "libFuzzer targets, ${VOLLEY_FUZZ_SECONDS:-20} s each"
   else
     echo "run-tests: fuzz build failed" >&2; status=1; failed=$((failed + 1))
   fi
