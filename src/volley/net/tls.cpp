@@ -21,6 +21,29 @@ namespace volley::net {
 namespace ssl = boost::asio::ssl;
 namespace asio = boost::asio;
 
+namespace {
+
+// OpenSSL fills a certificate's extension cache on first use. Two handshakes
+// on different threads that verify against the same certificate for the first
+// time can both fill it: the second rewrites the cached fields while the first
+// reads them (a data race inside OpenSSL 3, seen by ThreadSanitizer with one
+// client context shared by several loops). Filling it here, before the
+// context is shared, leaves the handshakes only reads. (Certificates a
+// default verify path loads lazily are not covered.)
+void cache_certificate_extensions(SSL_CTX* ctx) {
+  if (X509* own = SSL_CTX_get0_certificate(ctx)) X509_get_extension_flags(own);
+  STACK_OF(X509)* chain = nullptr;
+  if (SSL_CTX_get0_chain_certs(ctx, &chain) == 1 && chain != nullptr)
+    for (int i = 0; i < sk_X509_num(chain); ++i) X509_get_extension_flags(sk_X509_value(chain, i));
+  if (X509_STORE* store = SSL_CTX_get_cert_store(ctx)) {
+    STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(store);
+    for (int i = 0; i < sk_X509_OBJECT_num(objects); ++i)
+      if (X509* x = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objects, i))) X509_get_extension_flags(x);
+  }
+}
+
+}  // namespace
+
 ssl::context make_tls_server_context(const std::string& certificate_chain_file, const std::string& private_key_file,
                                      const std::string& client_ca_file) {
   ssl::context ctx(ssl::context::tls_server);
@@ -34,6 +57,7 @@ ssl::context make_tls_server_context(const std::string& certificate_chain_file, 
     ctx.load_verify_file(client_ca_file);
     ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
   }
+  cache_certificate_extensions(ctx.native_handle());
   return ctx;
 }
 
@@ -53,6 +77,7 @@ ssl::context make_tls_client_context(const std::string& ca_file, bool verify, Tl
   } else {
     ctx.load_verify_file(ca_file);
   }
+  cache_certificate_extensions(ctx.native_handle());
   return ctx;
 }
 
@@ -60,6 +85,7 @@ void use_tls_client_certificate(ssl::context& context, const std::string& certif
                                 const std::string& private_key_file) {
   context.use_certificate_chain_file(certificate_chain_file);
   context.use_private_key_file(private_key_file, ssl::context::pem);
+  cache_certificate_extensions(context.native_handle());
 }
 
 namespace {
