@@ -28,8 +28,9 @@ namespace {
 // time can both fill it: the second rewrites the cached fields while the first
 // reads them (a data race inside OpenSSL 3, seen by ThreadSanitizer with one
 // client context shared by several loops). Filling it here, before the
-// context is shared, leaves the handshakes only reads. (Certificates a
-// default verify path loads lazily are not covered.)
+// context is shared, leaves the handshakes only reads; for the same reason
+// the trust store is walked here without its lock. (Certificates a default
+// verify path loads lazily are not covered.)
 void cache_certificate_extensions(SSL_CTX* ctx) {
   if (X509* own = SSL_CTX_get0_certificate(ctx)) X509_get_extension_flags(own);
   STACK_OF(X509)* chain = nullptr;
