@@ -34,12 +34,21 @@ def group1_count(size):
     return max(64, min(20000, (256 << 20) // max(size, 1) // 4))
 
 
-def group1(bindir, record):
+def congestion_control():
+    try:
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
+def group1(bindir, record, sizes=SIZES):
     print("## Group 1: one message at a time, true round trip per message (median of "
-          f"{SAMPLES} interleaved samples)\n")
+          f"{SAMPLES} interleaved samples; TCP congestion control: {congestion_control()})\n")
     placements = (("server CPU 1, client CPU 0", "1", "0", False),
                   ("server CPU 1, client CPU 0, both --busy-poll", "1", "0", True),
                   ("both on CPU 0", "0", "0", False))
+    raw_counts = {}  # round trips of the last checked raw sample per size: the busy-poll rows' sample length
     for name, server_cpu, client_cpu, busy in placements:
         print(f"### {name}\n")
         print("| payload | volley min | volley avg | volley p50 | volley p99 | volley max | raw p50 | raw checked p50 "
@@ -47,17 +56,24 @@ def group1(bindir, record):
         print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         server = pingpong_server(bindir, server_cpu, ["--busy-poll"] if busy else [])
         try:
-            for size in SIZES:
+            for size in sizes:
                 vs, rs, cs = [], [], []
                 # Large payloads vary more between runs (how the stream splits into reads): more samples.
                 for _ in range(SAMPLES if size < 100000 else 2 * SAMPLES + 1):
-                    args = ["-g", "1", "--sizes", str(size), "-n", str(group1_count(size)), "--warmup", "50"]
-                    vs.append(volley(bindir, server.port, client_cpu, args + (["--busy-poll"] if busy else []))["results"][0])
+                    count = raw_counts.get(size, group1_count(size))
                     if not busy:
                         rs.append(raw_pingpong(bindir, server_cpu, client_cpu, 1.0, size + 5, size + 5))
                         cs.append(raw_pingpong(bindir, server_cpu, client_cpu, 1.0, size + 5, size + 5, checked=True))
-                record.append({"group": 1, "placement": name, "payload": size, "volley": vs, "raw": rs,
-                               "raw_checked": cs})
+                        # As many round trips as the checked raw run just made: samples of equal length. With
+                        # BBR (this VM's default) a connection's 1 MB round trips go through slow phases
+                        # of pacing; a 64-round-trip sample lands in one a third of the time, a one-second
+                        # sample averages over them, raw or Volley alike (BENCHMARKS.md).
+                        count = raw_counts[size] = max(group1_count(size), cs[-1]["round_trips"])
+                    args = ["-g", "1", "--sizes", str(size), "-n", str(count), "--warmup", "50",
+                            "--max-bytes", str(max(1, size) * (count + 50))]
+                    vs.append(volley(bindir, server.port, client_cpu, args + (["--busy-poll"] if busy else []))["results"][0])
+                record.append({"group": 1, "placement": name, "payload": size, "congestion_control": congestion_control(),
+                               "volley": vs, "raw": rs, "raw_checked": cs})
                 v = {k: median([x[k] for x in vs]) for k in ("min_us", "avg_us", "p50_us", "p99_us", "max_us")}
                 if rs:
                     r50 = median([x["p50_us"] for x in rs])
@@ -104,10 +120,15 @@ def group2_and_3(bindir, record):
 
 
 def main():
-    bindir = sys.argv[1] if len(sys.argv) > 1 else "build/bin"
+    # pingpong_bench.py [BINDIR] [--group1 [SIZE ...]]: --group1 runs group 1 only, for the sizes given.
+    args = sys.argv[1:]
+    bindir = args.pop(0) if args and not args[0].startswith("--") else "build/bin"
     record = []
-    group1(bindir, record)
-    group2_and_3(bindir, record)
+    if args and args[0] == "--group1":
+        group1(bindir, record, [int(a) for a in args[1:]] or SIZES)
+    else:
+        group1(bindir, record)
+        group2_and_3(bindir, record)
     os.makedirs("bench/results", exist_ok=True)
     with open("bench/results/pingpong.json", "w") as f:
         json.dump(record, f, indent=1)
