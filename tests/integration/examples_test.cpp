@@ -94,6 +94,17 @@ TEST(Examples, RpcServiceAnswersItsOwnStructs) {
   EXPECT_NE(out.find("3 of 3 quotes answered"), std::string::npos) << out;
 }
 
+TEST(Examples, OrderGatewayDispatchesTheUsersOwnStructsBothWays) {
+  TempDir dir;
+  const auto [code, out] = run_to_end(dir, {"order_gateway"}, "gateway");
+  EXPECT_EQ(code, 0) << out;
+  // 1000 orders (every hundredth without a quantity) and two cancels.
+  EXPECT_NE(out.find("client: 992 accepted, 10 rejected (quantity and price must be positive) of 1002 sent"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("gateway: handled 1002, unknown 0, undecodable 0"), std::string::npos) << out;
+}
+
 TEST(Examples, ArqTransferDeliversEverythingInOrder) {
   TempDir dir;
   const auto [code, out] = run_to_end(dir, {"arq_transfer"}, "arq");
