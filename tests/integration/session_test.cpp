@@ -301,6 +301,49 @@ TEST_P(SessionOver, ReconnectsAndDeliversTheOutboxExactlyOnceInOrder) {
   EXPECT_EQ(json_u64(server->stop(), "messages_in"), 300u);
 }
 
+// The ping-pong server echoes payloads from 64 KiB with send_received(): from
+// its input buffer, not copied. The client sends about 20 MB at once, large
+// and small messages alternating, and reads nothing for a while: the server's
+// echoes back up while more input waits for it, and any read into its input
+// buffer before a lent payload has left would change an echo.
+TEST_P(SessionOver, LargeEchoesLeaveFromTheInputBufferIntactAndInOrder) {
+  TempDir dir;
+  RunningPingPongServer server(dir, server_args({}));
+  asio::io_context loop;
+  // A gNB data body is at most 64 KiB: its largest frame is just over the server's threshold.
+  const std::size_t large = framing() == Framing::gnb ? gnb::kMaxBodyLength : 900 * 1024;
+  const int messages = static_cast<int>(2 * ((20u << 20) / large));
+  const auto text = [&](int i) {
+    std::string t = "message " + std::to_string(i) + " ";
+    const std::size_t size = i % 2 == 0 ? large : 100;
+    while (t.size() < size) t.push_back(static_cast<char>('a' + (t.size() * 7 + static_cast<std::size_t>(i)) % 26));
+    t.resize(size);
+    return t;
+  };
+  int echoed = 0, wrong = 0;
+  auto o = options(server.port());
+  o.session.high_water = 64u << 20;  // everything is queued at once
+  net::ReconnectingClient client(loop, o,
+                                 {.on_connected = {}, .on_disconnected = {}, .on_connect_failed = {},
+                                  .on_message = [&](std::span<const std::byte> p) {
+                                    if (text_of(framing(), p) != text(echoed)) ++wrong;
+                                    ++echoed;
+                                  }});
+  client.start();
+  ASSERT_TRUE(run_until(loop, [&] { return client.connected(); }, 5s));
+  client.session()->pause_input();
+  for (int i = 0; i < messages; ++i) ASSERT_EQ(client.send(message(framing(), text(i))), net::SendResult::sent) << i;
+  run_until(loop, [] { return false; }, 300ms);
+  EXPECT_EQ(echoed, 0);
+  client.session()->resume_input();
+  ASSERT_TRUE(run_until(loop, [&] { return echoed == messages; }, 30s)) << echoed << " of " << messages;
+  EXPECT_EQ(wrong, 0);
+  client.stop();
+  run_until(loop, [&] { return !client.connected(); }, 5s);
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report, "messages_in"), static_cast<std::uint64_t>(messages));
+}
+
 TEST(Session, HighWaterBoundsTheQueueAndTellsTheWriter) {
   SilentPeer reader(64 * 1024);
   asio::io_context loop;

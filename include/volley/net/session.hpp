@@ -105,6 +105,15 @@ class Session final : public StreamHandler {
   Session(std::unique_ptr<SessionCodec> codec, const SessionOptions& options, std::unique_ptr<SessionEvents> events);
 
   SendResult send(std::span<const std::byte> payload);
+  // Sends back out a payload that on_message() is handing over right now (an
+  // echo, a message relayed as it came) without copying it into the write
+  // queue: only its header is written (a checked frame's XOR is computed over
+  // the payload where it lies, still in cache), and the payload leaves from
+  // the input buffer. Reading from the socket pauses until it has left, since
+  // that buffer must not move under it (frames already read are still
+  // decoded). Pays off for large payloads, where the copy into the write queue
+  // costs more than the pause (the ping-pong server uses it from 64 KiB).
+  SendResult send_received(std::span<const std::byte> payload);
   // Bytes the caller framed already (whole frames of this session's framing, e.g.
   // a pre-encoded block), queued as they are and counted as `messages` messages;
   // nothing checks them. `lent`: not copied, the bytes must stay as they are
@@ -159,6 +168,11 @@ class Session final : public StreamHandler {
   std::optional<boost::asio::steady_timer> timer_;
   Clock::time_point timer_at_ = Clock::time_point::max();
   std::size_t heartbeat_bytes_queued_ = 0;  // not yet reported written
+  // send_received(): every byte the connection has written, and the count at
+  // which the last lent payload will have left (reading waits until then).
+  std::uint64_t bytes_written_ = 0;
+  std::uint64_t lent_until_ = 0;
+  bool holding_input_ = false;
   bool congested_ = false;
   bool input_paused_ = false;
 };

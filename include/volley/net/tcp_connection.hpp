@@ -101,6 +101,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool send_borrowed(std::span<const std::byte> bytes);
   // A header and a body copied back to back, so they leave in one write.
   bool send(std::span<const std::byte> head, std::span<const std::byte> body);
+  // A header copied and a body borrowed (kept alive and unchanged by the caller
+  // until on_written has accounted for it), leaving in the same gather write.
+  bool send_borrowed_body(std::span<const std::byte> head, std::span<const std::byte> body);
   // Builds a message in place in the write queue, with no copy of its own:
   // `fill(std::span<std::byte> room)` gets `max_size` bytes, writes the message
   // at their start and returns how many it used (0: nothing is sent).
@@ -204,6 +207,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool in_flush_completion_ = false;
   bool last_read_filled_ = false;
   bool read_pending_ = false;
+  bool in_on_read_ = false;  // on_read decides how reading goes on when it returns
   bool ended_in_band_ = false;  // the transport ended the exchange; the socket lingers
   CloseReason pending_reason_;
   CloseReason::Kind close_kind_ = CloseReason::Kind::local_close;

@@ -1,6 +1,7 @@
 #include <volley/net/session.hpp>
 
 #include <algorithm>
+#include <array>
 
 #include <fmt/format.h>
 
@@ -77,6 +78,28 @@ SendResult Session::send(std::span<const std::byte> payload) {
   return queued(1);
 }
 
+SendResult Session::send_received(std::span<const std::byte> payload) {
+  if (const SendResult r = can_send(); r != SendResult::sent) return refuse(r);
+  if (payload.size() > codec_->max_payload()) return refuse(SendResult::invalid);
+  std::array<std::byte, SessionCodec::kMaxHeader> header;
+  std::error_code ec;
+  const std::size_t n = codec_->frame_header(payload, header, ec);
+  if (ec) return refuse(SendResult::invalid);
+  connection_->send_borrowed_body(std::span(header).first(n), payload);
+  // The queue is written in order: once everything queued now has been
+  // written, the payload has left. (A write that completed at once has
+  // already been counted, and then nothing is queued.)
+  if (connection_->queued_bytes() > 0) {
+    lent_until_ = bytes_written_ + connection_->queued_bytes();
+    if (!holding_input_) {
+      holding_input_ = true;
+      connection_->pause_reading();
+      policy_.input_paused();  // not reading, we cannot hear the peer: a peer slow to take it is not silent
+    }
+  }
+  return queued(1);
+}
+
 SendResult Session::send_framed(std::span<const std::byte> frames, std::size_t messages, Buffer buffer) {
   if (const SendResult r = can_send(); r != SendResult::sent) return refuse(r);
   if (buffer == Buffer::lent) connection_->send_borrowed(frames);
@@ -101,6 +124,15 @@ void Session::on_written(TcpConnection& connection, std::size_t bytes) {
   // written after them; the events hear of their own bytes only.
   const std::size_t heartbeat = std::min(bytes, heartbeat_bytes_queued_);
   heartbeat_bytes_queued_ -= heartbeat;
+  bytes_written_ += bytes;
+  if (holding_input_ && bytes_written_ >= lent_until_) {
+    holding_input_ = false;  // the lent payloads have left: the input buffer may move again
+    if (!input_paused_ && connection.open()) {
+      policy_.input_resumed(Clock::now());
+      arm_timer();
+      connection.resume_reading();
+    }
+  }
   if (bytes > heartbeat) events_->on_written(*this, bytes - heartbeat);
   if (!congested_ || connection.queued_bytes() > options_.low_water) return;
   congested_ = false;
@@ -156,13 +188,13 @@ void Session::pause_input() {
 void Session::resume_input() {
   if (!input_paused_ || connection_ == nullptr || !connection_->open()) return;
   input_paused_ = false;
-  policy_.input_resumed(Clock::now());
+  if (!holding_input_) policy_.input_resumed(Clock::now());  // else when the lent payload has left
   arm_timer();
   {
     const TcpConnection::Corked corked(*connection_);  // replies to the buffered frames leave together
     decode_buffered();
   }
-  if (!input_paused_ && connection_->open()) connection_->resume_reading();
+  if (!input_paused_ && !holding_input_ && connection_->open()) connection_->resume_reading();
 }
 
 void Session::arm_timer() {

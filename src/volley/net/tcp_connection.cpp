@@ -116,6 +116,9 @@ void TcpConnection::resume_reading() {
   reading_paused_ = false;
   if (state_ == State::handshaking) return;  // reading begins with the connection
   if (output_full_) return;  // reading comes back once the output drains
+  // Paused and resumed while a read is being handled (a reply written at once,
+  // its completion resuming): on_read goes on as if never paused.
+  if (in_on_read_) return;
   // Input that came while paused may have been signalled already: read first, wait after.
   if (!read_pending_ && state_ != State::closed && !peer_eof_) post_read();
 }
@@ -136,6 +139,10 @@ void TcpConnection::do_read() {
       if (ec == asio::error::operation_aborted) return;
       return self->finish({CloseReason::Kind::io_error, ec.message()});
     }
+    // Paused while this wait was queued (from a timer, another completion):
+    // the input stays in the socket, and the handler's buffer stays as it is
+    // (a session may be writing from it); resume_reading() reads first.
+    if (self->reading_paused_ && self->state_ == State::open) return;
     self->read_now();
   });
 }
@@ -198,6 +205,11 @@ void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) 
     return finish({CloseReason::Kind::io_error, ec.message()});
   }
   active_ = true;
+  struct OnRead {
+    bool& flag;
+    explicit OnRead(bool& f) : flag(f) { flag = true; }
+    ~OnRead() { flag = false; }
+  } const on_read_scope(in_on_read_);
   // Input that arrives after close() still reaches the handler (a client that has
   // finished sending reads the server's last replies); its sends are refused.
   {
@@ -208,7 +220,7 @@ void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) 
   maybe_flush();
   if (state_ == State::closed) return;  // a flush that completed at once can finish a closing connection
   check_output_bound(false);  // this read goes on below if it may
-  if (reading_paused_ || output_full_) return;
+  if (reading_paused_ || output_full_ || read_pending_) return;
   // A full buffer (or a transport's buffered input) may have left more behind:
   // read again, after the loop's other work.
   if (last_read_filled_) return post_read();
@@ -235,6 +247,14 @@ std::span<std::byte> TcpConnection::reserve_send(std::size_t size) { return queu
 void TcpConnection::commit_send(std::size_t unused) {
   queue_.give_back(unused);
   if (cork_depth_ == 0) maybe_flush();
+}
+
+bool TcpConnection::send_borrowed_body(std::span<const std::byte> head, std::span<const std::byte> body) {
+  if (state_ != State::open) return false;
+  queue_.append(head);
+  queue_.append_borrowed(body);
+  if (cork_depth_ == 0) maybe_flush();
+  return true;
 }
 
 bool TcpConnection::send_borrowed(std::span<const std::byte> bytes) {
@@ -352,7 +372,7 @@ void TcpConnection::check_output_bound(bool restart_reading) {
   } else if (output_full_ && queued <= limits_.low_water) {
     output_full_ = false;
     slow_timer_.cancel();
-    if (restart_reading && !reading_paused_ && !read_pending_ && !peer_eof_) post_read();
+    if (restart_reading && !reading_paused_ && !read_pending_ && !peer_eof_ && !in_on_read_) post_read();
   }
 }
 
