@@ -59,7 +59,7 @@ tsan_stage() {
     echo "run-tests: ThreadSanitizer build failed" >&2; status=1; failed=$((failed + 1))
     return
   fi
-  local threaded='^(ThreadPoolDesign\.|EchoThreadPool\.|Echo\.Tcp|Echo\.Tls|Echo\.AThousand|Http\.|Metrics\.'
+  local threaded='^(ThreadPoolDesign\.|BusyPoll\.|EchoThreadPool\.|Echo\.Tcp|Echo\.Tls|Echo\.AThousand|Http\.|Metrics\.'
   threaded+='|ChatExample\.|Examples\.|Session|RpcOver|ServerPrograms\.|Shutdown|Servers/|TlsServers/|UdpPrograms/)'
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 exitcode=66"
   run_ctest "$dir" "ThreadSanitizer: unit tests" -L unit

@@ -36,7 +36,10 @@ class LoopPool {
  public:
   // busy_poll: each thread spins on a zero-timeout poll instead of sleeping in
   // epoll_wait. That burns a CPU per thread but skips the wake-up of a sleeping
-  // thread, which is most of a loopback round trip on a virtual machine.
+  // thread, which is most of a loopback round trip on a virtual machine. In
+  // the loop-per-thread design the spinning loop also reads the sockets of
+  // (up to eight) connections waiting for input itself, without asking the
+  // reactor first.
   explicit LoopPool(std::size_t threads, bool busy_poll = false, Design design = Design::loop_per_thread);
   ~LoopPool();
   LoopPool(const LoopPool&) = delete;
@@ -77,7 +80,9 @@ class LoopPool {
 };
 
 // Runs `loop` until it stops or runs out of work, spinning on poll() when
-// busy_poll is set. For loops driven by a thread the caller owns.
+// busy_poll is set (with the spinning reads above where the loop is a
+// LoopPool's, in the loop-per-thread design). For loops driven by a thread the
+// caller owns; a loop with spinning reads must be run by one thread only.
 void run_loop(boost::asio::io_context& loop, bool busy_poll);
 
 }  // namespace volley::net

@@ -41,6 +41,9 @@ struct CloseReason {
 const char* to_string(CloseReason::Kind kind) noexcept;
 
 class TcpConnection;
+namespace detail {
+class SpinReaders;
+}
 
 // The protocol side of a connection.
 class StreamHandler {
@@ -172,9 +175,13 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // Waits for the readiness the transport asked for (or writability) and writes the rest of gather_.
   void write_rest(std::size_t already);
   void wait_then(StreamTransport::Wait wait, std::function<void(const boost::system::error_code&)> then);
+  // Waits for input: on the reactor, or on a busy-polling loop's spinning reads.
   void do_read();
   void post_read();
-  void read_now();
+  // The wait for input is over: reads unless closed or paused. False when the
+  // socket had nothing after all (the connection waits again).
+  bool on_readable(const boost::system::error_code& ec);
+  bool read_now();
   void on_read(const boost::system::error_code& ec, std::size_t n);
   void maybe_flush();
   void flush();
@@ -186,6 +193,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // Enters or leaves the full-output state; on leaving, restarts reading if asked.
   void check_output_bound(bool restart_reading);
   void arm_idle_check();
+
+  friend class detail::SpinReaders;  // calls on_readable
 
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer linger_timer_;
@@ -212,6 +221,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   CloseReason pending_reason_;
   CloseReason::Kind close_kind_ = CloseReason::Kind::local_close;
   std::function<void(TcpConnection&)> close_observer_;
+  detail::SpinReaders* spin_ = nullptr;  // the loop's spinning reads, where it busy-polls (see spin_readers.hpp)
 };
 
 }  // namespace volley::net

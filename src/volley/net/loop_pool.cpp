@@ -3,6 +3,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <spdlog/spdlog.h>
 
+#include "spin_readers.hpp"
+
 namespace volley::net {
 
 const char* to_string(Design design) noexcept {
@@ -25,6 +27,8 @@ LoopPool::LoopPool(std::size_t threads, bool busy_poll, Design design)
     // descriptors, when the process has run out of them and a connection
     // arrives: that failure would be an exception on the loop's thread.
     boost::asio::ip::tcp::socket reactor_now(*loops_.back());
+    // One thread per loop: its connections may wait for input on spinning reads.
+    if (busy_poll_ && design_ == Design::loop_per_thread) detail::SpinReaders::enable(*loops_.back());
   }
   if (design_ == Design::thread_pool)
     for (std::size_t i = 0; i < threads_wanted_; ++i) slot_strands_.push_back(boost::asio::make_strand(*loops_[0]));
@@ -70,9 +74,12 @@ void run_loop(boost::asio::io_context& loop, bool busy_poll) {
     loop.run();
     return;
   }
+  detail::SpinReaders* const spinning =
+      boost::asio::has_service<detail::SpinReaders>(loop) ? &boost::asio::use_service<detail::SpinReaders>(loop) : nullptr;
   // poll() returns 0 both when nothing was ready and when the loop ran out of
   // work or was stopped; stopped() tells the two apart.
   for (;;) {
+    if (spinning != nullptr) spinning->spin();
     if (loop.poll() == 0 && loop.stopped()) return;
   }
 }

@@ -4,6 +4,8 @@
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
+#include "spin_readers.hpp"
+
 namespace volley::net {
 
 namespace asio = boost::asio;
@@ -31,7 +33,8 @@ TcpConnection::TcpConnection(asio::ip::tcp::socket socket, std::unique_ptr<Strea
       idle_timer_(socket_.get_executor()),
       limits_(limits),
       handler_(std::move(handler)),
-      transport_(std::move(transport)) {
+      transport_(std::move(transport)),
+      spin_(detail::SpinReaders::of(socket_.get_executor())) {
   if (limits_.low_water == 0 || limits_.low_water > limits_.high_water) limits_.low_water = limits_.high_water / 4;
   if (transport_) state_ = State::handshaking;
   boost::system::error_code ec;
@@ -132,19 +135,26 @@ void TcpConnection::resume_reading() {
 // reading (re)starts after a gap (start, resume) it reads first.
 void TcpConnection::do_read() {
   read_pending_ = true;
+  // A busy-polling loop reads the socket itself on its next turn (no edge to miss: it just reads).
+  if (spin_ != nullptr && spin_->wait(shared_from_this())) return;
   socket_.async_wait(asio::socket_base::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
-    self->read_pending_ = false;
-    if (self->state_ == State::closed) return;
-    if (ec) {
-      if (ec == asio::error::operation_aborted) return;
-      return self->finish({CloseReason::Kind::io_error, ec.message()});
-    }
-    // Paused while this wait was queued (from a timer, another completion):
-    // the input stays in the socket, and the handler's buffer stays as it is
-    // (a session may be writing from it); resume_reading() reads first.
-    if (self->reading_paused_ && self->state_ == State::open) return;
-    self->read_now();
+    self->on_readable(ec);
   });
+}
+
+bool TcpConnection::on_readable(const boost::system::error_code& ec) {
+  read_pending_ = false;
+  if (state_ == State::closed) return false;
+  if (ec) {
+    if (ec == asio::error::operation_aborted) return false;
+    finish({CloseReason::Kind::io_error, ec.message()});
+    return true;
+  }
+  // Paused while this wait was queued (from a timer, another completion):
+  // the input stays in the socket, and the handler's buffer stays as it is
+  // (a session may be writing from it); resume_reading() reads first.
+  if (reading_paused_ && state_ == State::open) return false;
+  return read_now();
 }
 
 void TcpConnection::post_read() {
@@ -156,7 +166,7 @@ void TcpConnection::post_read() {
   });
 }
 
-void TcpConnection::read_now() {
+bool TcpConnection::read_now() {
   const std::span<std::byte> buf = handler_->read_buffer();
   boost::system::error_code ec;
   const std::size_t n = read_socket(buf, ec);
@@ -164,19 +174,22 @@ void TcpConnection::read_now() {
     // Nothing after all. A transport may need to write before it can read on.
     if (transport_ && transport_->blocked_on() == StreamTransport::Wait::write) {
       read_pending_ = true;
-      return wait_then(StreamTransport::Wait::write, [self = shared_from_this()](const boost::system::error_code& wec) {
+      wait_then(StreamTransport::Wait::write, [self = shared_from_this()](const boost::system::error_code& wec) {
         self->read_pending_ = false;
         if (self->state_ == State::closed || wec == asio::error::operation_aborted) return;
         if (wec) return self->finish({CloseReason::Kind::io_error, wec.message()});
         if (!self->reading_paused_) self->read_now();
       });
+      return false;
     }
-    return do_read();
+    do_read();
+    return false;
   }
   // A full buffer, or a transport holding input it already took off the
   // socket, means "read again" rather than "wait for the next edge".
   last_read_filled_ = !ec && (n == buf.size() || (transport_ && transport_->has_buffered_input()));
   on_read(ec, n);
+  return true;
 }
 
 std::size_t TcpConnection::read_socket(std::span<std::byte> buffer, boost::system::error_code& ec) {
