@@ -17,17 +17,26 @@ def median(xs):
 
 
 def raw_pingpong(bindir, server_cpu, client_cpu, seconds, ping=None, pong=None, busy=False, port=32212,
-                 checked=False):
+                 checked=False, epoll_server=False):
     """bench/raw/raw_pingpong: one round trip at a time; returns its JSON (mean/p50/p99/max in us).
-    checked: checked frames, the XOR computed by each sender and verified by each receiver."""
+    checked: checked frames, the XOR computed by each sender and verified by each receiver.
+    epoll_server: the server sleeps in epoll_wait before each read (the client blocks as usual)."""
     prefix = "busy-" if busy else "checked-" if checked else ""
     sizes = [str(ping), str(pong)] if ping is not None else []
-    server = subprocess.Popen(pinned(server_cpu) + [f"{bindir}/raw_pingpong", prefix + "server", str(port), *sizes],
+    server = subprocess.Popen(pinned(server_cpu) + [f"{bindir}/raw_pingpong", "epoll-server" if epoll_server
+                                                    else prefix + "server", str(port), *sizes],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.2)
-    out = subprocess.run(pinned(client_cpu) + [f"{bindir}/raw_pingpong", prefix + "client", str(port), str(seconds),
-                                               *sizes], capture_output=True, text=True, timeout=seconds + 60)
+    out = raw_pingpong_client(bindir, client_cpu, port, seconds, ping, pong, prefix)
     server.wait(timeout=30)
+    return out
+
+
+def raw_pingpong_client(bindir, cpu, port, seconds, ping=None, pong=None, prefix=""):
+    """bench/raw/raw_pingpong's client alone, against whatever serves `port`; returns its JSON."""
+    sizes = [str(ping), str(pong)] if ping is not None else []
+    out = subprocess.run(pinned(cpu) + [f"{bindir}/raw_pingpong", prefix + "client", str(port), str(seconds),
+                                        *sizes], capture_output=True, text=True, timeout=seconds + 60)
     if out.returncode != 0:
         sys.exit(f"raw ping-pong failed: {out.stderr}")
     return json.loads(out.stdout)

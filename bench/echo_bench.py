@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-from bench_common import ServerProcess, median, pinned, raw_pingpong
+from bench_common import ServerProcess, median, pinned, raw_pingpong, raw_pingpong_client
 
 SAMPLES = 3
 SECONDS = float(os.environ.get("BENCH_SECONDS", "2"))
@@ -127,17 +127,19 @@ def rtt_rows(bindir, record):
     print(f"## True round trips, 32 bytes, one message in flight (median of {SAMPLES} samples)\n")
     print("| Volley | placement | p50 | p99 | baseline | p50 | p99 | p50 ratio | p99 ratio |")
     print("|---|---|---:|---:|---|---:|---:|---:|---:|")
+    # The busy-poll rows' client runs on Volley's own connection (--on-connection), whose loop reads
+    # the waiting sockets itself while it spins; the default client is a plain Asio stream.
     cases = [
         ("echo-client --rtt", CROSS, False, False),
         ("echo-client --rtt", SAME, False, False),
-        ("--busy-poll both sides", CROSS, True, False),
-        ("--busy-poll both sides", CROSS, True, True),
+        ("--busy-poll both sides, client on Volley's connection", CROSS, True, False),
+        ("--busy-poll both sides, client on Volley's connection", CROSS, True, True),
     ]
     for name, (place, scpu, ccpu), busy, against_busy in cases:
         vs, rs = [], []
         for _ in range(SAMPLES):
             s = volley_server(bindir, scpu, "tcp", 1, busy=busy)
-            vs.append(client(bindir, ccpu, s.port, ["-c", "1", "-t", "1", "--rtt"] + (["--busy-poll"] if busy else []))["rtt_ns"])
+            vs.append(client(bindir, ccpu, s.port, ["-c", "1", "-t", "1", "--rtt"] + (["--busy-poll", "--on-connection"] if busy else []))["rtt_ns"])
             s.stop()
             rs.append(raw_pingpong(bindir, scpu, ccpu, SECONDS, 32, 32, busy=against_busy, port=32221))
         v50, v99 = median([x["p50"] / 1e3 for x in vs]), median([x["p99"] / 1e3 for x in vs])
@@ -146,6 +148,31 @@ def rtt_rows(bindir, record):
         record.append({"case": name, "placement": place, "baseline": baseline, "volley": vs, "raw": rs})
         print(f"| {name} | {place} | {v50:.1f} us | {v99:.1f} us | {baseline} | {r50:.1f} us | {r99:.1f} us "
               f"| {v50 / r50:.2f} | {v99 / r99:.2f} |", flush=True)
+    print()
+    one_cpu_server_rows(bindir, record)
+
+
+def one_cpu_server_rows(bindir, record):
+    """On one CPU a round trip is both programs' time added up. The same raw blocking client against three
+    servers: the raw blocking one (sleeps in recv), the raw epoll one (sleeps in epoll_wait: the least an event
+    loop does) and Volley's echo server. What the epoll server adds is the price of sleeping in epoll; what
+    Volley adds beyond it is the library's."""
+    print(f"### One CPU, server side alone: raw blocking client, 32 bytes (median of {SAMPLES} samples)\n")
+    print("| server | p50 | p99 | p50 / raw blocking server | p50 / raw epoll server |")
+    print("|---|---:|---:|---:|---:|")
+    rows = {"raw blocking server": [], "raw epoll server": [], "Volley echo server": []}
+    for _ in range(SAMPLES):
+        rows["raw blocking server"].append(raw_pingpong(bindir, "0", "0", SECONDS, 32, 32, port=32221))
+        rows["raw epoll server"].append(raw_pingpong(bindir, "0", "0", SECONDS, 32, 32, port=32221, epoll_server=True))
+        s = volley_server(bindir, "0", "tcp", 1)
+        rows["Volley echo server"].append(raw_pingpong_client(bindir, "0", s.port, SECONDS, 32, 32))
+        s.stop()
+    p50 = {k: median([x["p50_us"] for x in v]) for k, v in rows.items()}
+    for name, samples in rows.items():
+        record.append({"case": "one CPU, raw client", "server": name, "samples": samples})
+        print(f"| {name} | {p50[name]:.2f} us | {median([x['p99_us'] for x in samples]):.2f} us "
+              f"| {p50[name] / p50['raw blocking server']:.2f} | {p50[name] / p50['raw epoll server']:.2f} |",
+              flush=True)
     print()
 
 

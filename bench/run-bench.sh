@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make bench`: the microbenchmarks, the end-to-end gNB, netem, RPC, ping-pong and echo benchmarks, the scaling run.
+# `make bench`: the microbenchmarks, the end-to-end gNB, netem, RPC, ping-pong and echo benchmarks, the cost of a
+# metrics scrape, the scaling run.
 # (The ARQ delay benchmarks take 7 minutes of real time: `build/bin/volley arq-bench --out DIR`, then
 # `bench/plot_arq.py DIR`; `build/bin/volley arq-sim` gives the same scenarios on a virtual clock at once.)
 set -euo pipefail
@@ -24,4 +25,5 @@ echo
 /usr/bin/python3 bench/design_bench.py "$bin"
 /usr/bin/python3 bench/websocket_bench.py "$bin"
 /usr/bin/python3 bench/http_bench.py "$bin"
+/usr/bin/python3 bench/metrics_bench.py "$bin"
 /usr/bin/python3 bench/scaling_bench.py "$bin"
