@@ -39,7 +39,8 @@ class LoopPool {
   // thread, which is most of a loopback round trip on a virtual machine. In
   // the loop-per-thread design the spinning loop also reads the sockets of
   // (up to eight) connections waiting for input itself, without asking the
-  // reactor first.
+  // reactor first, so such loops must be run by start() or run_loop(): a
+  // plain io_context::run() would never read them.
   explicit LoopPool(std::size_t threads, bool busy_poll = false, Design design = Design::loop_per_thread);
   ~LoopPool();
   LoopPool(const LoopPool&) = delete;
