@@ -213,9 +213,11 @@ class TlsTransport final : public StreamTransport {
       }
       return 0;
     }
-    bio_->gather(true);
+    // One buffer that fits one record makes one record: it needs no gathering.
+    const bool one_record = buffers.size() == 1 && buffers.front().size() <= SSL3_RT_MAX_PLAIN_LENGTH;
+    bio_->output(one_record ? detail::TlsSocketBio::Output::send_then_keep : detail::TlsSocketBio::Output::gather);
     const std::size_t total = encrypt(buffers, ec);
-    bio_->gather(false);
+    bio_->output(detail::TlsSocketBio::Output::direct);
     boost::system::error_code send_error;
     if (!bio_->flush(send_error)) {
       if (send_error) {

@@ -42,11 +42,17 @@ int TlsSocketBio::on_write(BIO* bio, const char* data, int size) {
   auto* self = static_cast<TlsSocketBio*>(BIO_get_data(bio));
   BIO_clear_retry_flags(bio);
   if (size <= 0) return 0;
-  if (self->gathering_ || self->pending_output() > 0) {
+  if (self->output_ == Output::gather || self->pending_output() > 0) {
     self->out_.insert(self->out_.end(), data, data + size);
     return size;
   }
   const ssize_t n = ::send(self->fd_, data, static_cast<std::size_t>(size), MSG_NOSIGNAL);
+  if (self->output_ == Output::send_then_keep) {
+    // The rest (all of it after an error) is kept; flush() sends it or meets the error again.
+    const std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
+    self->out_.insert(self->out_.end(), data + sent, data + size);
+    return size;
+  }
   if (n >= 0) return static_cast<int>(n);
   if (would_block(errno)) BIO_set_retry_write(bio);
   return -1;

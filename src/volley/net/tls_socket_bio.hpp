@@ -3,9 +3,11 @@
 // own socket BIO cannot do, each worth a system call per record:
 //  - Gathered output: while gathering, the records OpenSSL writes are kept and
 //    sent with one send() per batch instead of one write() per 16 KiB record.
-//    Outside a batch (handshake, alerts, close_notify) writes go straight to
-//    the socket, as with the socket BIO, unless gathered bytes still wait:
-//    then they queue behind them, to keep the order.
+//    A batch of one record skips the copy: it is sent from OpenSSL's own
+//    buffer, and only what the socket does not take is kept. Outside a batch
+//    (handshake, alerts, close_notify) writes go straight to the socket, as
+//    with the socket BIO. Either way, while kept bytes wait, new ones queue
+//    behind them, to keep the order.
 //  - Knowing the socket is drained: a receive that came back short says so,
 //    so the reader stops without one more receive that would say EAGAIN.
 #include <openssl/bio.h>
@@ -26,8 +28,13 @@ class TlsSocketBio {
   // A new BIO on this object (which must outlive it), for SSL_set_bio.
   BIO* make_bio();
 
-  // Records written while gathering are kept for flush().
-  void gather(bool on) noexcept { gathering_ = on; }
+  // How the records of application data are written:
+  //  - direct: sent at once; a send that would block is retried by OpenSSL;
+  //  - gather: kept, for flush() to send together;
+  //  - send_then_keep (a batch of one record): sent at once, and what the
+  //    socket does not take is kept for flush(), like a gathered batch.
+  enum class Output { direct, gather, send_then_keep };
+  void output(Output mode) noexcept { output_ = mode; }
   // Sends what was kept, as far as the socket takes it: true when nothing is
   // left; `ec` set on a socket error (would_block is not one).
   bool flush(boost::system::error_code& ec);
@@ -43,7 +50,7 @@ class TlsSocketBio {
   static constexpr std::size_t kKeptCapacity = 1 << 20;
 
   int fd_;
-  bool gathering_ = false;
+  Output output_ = Output::direct;
   bool drained_ = false;
   std::vector<char> out_;
   std::size_t out_sent_ = 0;
