@@ -5,6 +5,7 @@
 // pauses and resumes under backpressure while spinning, and that a loop whose
 // connections spin still returns once they have all closed. Each checks the
 // loop's own counts too, so a loop that never spun would fail them.
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <future>

@@ -42,6 +42,7 @@ const char* to_string(CloseReason::Kind kind) noexcept;
 
 class TcpConnection;
 namespace detail {
+class EdgeReadWait;
 class SpinReaders;
 }
 
@@ -195,6 +196,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void arm_idle_check();
 
   friend class detail::SpinReaders;  // calls on_readable
+  friend class detail::EdgeReadWait;  // calls on_readable
 
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer linger_timer_;
@@ -221,6 +223,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   CloseReason pending_reason_;
   CloseReason::Kind close_kind_ = CloseReason::Kind::local_close;
   std::function<void(TcpConnection&)> close_observer_;
+  // Waits for input without re-arming epoll, where the loop allows it (see edge_read_wait.hpp); else null.
+  std::unique_ptr<detail::EdgeReadWait> edge_wait_;
   detail::SpinReaders* spin_ = nullptr;  // the loop's spinning reads, where it busy-polls (see spin_readers.hpp)
 };
 

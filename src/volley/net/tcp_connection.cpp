@@ -4,6 +4,7 @@
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
+#include "edge_read_wait.hpp"
 #include "spin_readers.hpp"
 
 namespace volley::net {
@@ -35,6 +36,8 @@ TcpConnection::TcpConnection(asio::ip::tcp::socket socket, std::unique_ptr<Strea
       handler_(std::move(handler)),
       transport_(std::move(transport)),
       spin_(detail::SpinReaders::of(socket_.get_executor())) {
+  // Plain TCP only: a transport may leave input on the socket after a short read.
+  if (!transport_) edge_wait_ = detail::EdgeReadWait::make_for(socket_);
   if (limits_.low_water == 0 || limits_.low_water > limits_.high_water) limits_.low_water = limits_.high_water / 4;
   if (transport_) state_ = State::handshaking;
   boost::system::error_code ec;
@@ -132,11 +135,14 @@ void TcpConnection::resume_reading() {
 // per message). The epoll registration is edge-triggered, so data that arrives
 // after a read always raises a new edge; a wait is only ever queued right after
 // a read, in the same handler, so no edge can be missed in between. Where
-// reading (re)starts after a gap (start, resume) it reads first.
+// reading (re)starts after a gap (start, resume) it reads first. Asio's
+// async_wait re-arms the registration (epoll_ctl) on every wait; on a loop
+// one thread runs, plain TCP waits without that (edge_read_wait.hpp).
 void TcpConnection::do_read() {
   read_pending_ = true;
   // A busy-polling loop reads the socket itself on its next turn (no edge to miss: it just reads).
   if (spin_ != nullptr && spin_->wait(shared_from_this())) return;
+  if (edge_wait_) return edge_wait_->start(shared_from_this());  // no epoll_ctl: the socket was just read dry
   socket_.async_wait(asio::socket_base::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
     self->on_readable(ec);
   });
