@@ -59,10 +59,33 @@ tsan_stage() {
     echo "run-tests: ThreadSanitizer build failed" >&2; status=1; failed=$((failed + 1))
     return
   fi
-  local threaded='^(ThreadPoolDesign\.|BusyPoll\.|EchoThreadPool\.|Echo\.Tcp|Echo\.Tls|Echo\.AThousand|Http\.|Metrics\.'
+  local threaded='^(ThreadPoolDesign\.|BusyPoll\.|EdgeReadWait\.|EchoThreadPool\.|Echo\.Tcp|Echo\.Tls|Echo\.AThousand|Http\.|Metrics\.'
   threaded+='|ChatExample\.|Examples\.|Session|RpcOver|ServerPrograms\.|Shutdown|Servers/|TlsServers/|UdpPrograms/)'
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 exitcode=66"
   run_ctest "$dir" "ThreadSanitizer: unit tests" -L unit
   run_ctest "$dir" "ThreadSanitizer: integration tests of code shared between threads" -L integration -R "$threaded"
   unset TSAN_OPTIONS
+}
+
+# The integration tests once more on Asio's io_uring backend (VOLLEY_IO_URING:
+# every socket, timer and wait through io_uring instead of epoll), in
+# build-uring/ at -O1 without debug information (the compile time is most of
+# this stage). Skipped, with the reason, where the kernel or a container does
+# not let the process use io_uring. The unit tests are left out (the pure
+# cores do no I/O, and the Release stage runs them), and so is the minute-long
+# soak, which measures the server's memory, not its I/O: it would be a sixth
+# of this stage.
+uring_stage() {
+  local dir=build-uring
+  if ! build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" \
+      -DVOLLEY_IO_URING=ON -DVOLLEY_BUILD_BENCHMARKS=OFF -- io_uring_probe volley_integration_tests; then
+    echo "run-tests: io_uring build failed" >&2; status=1; failed=$((failed + 1))
+    return
+  fi
+  local why
+  if ! why=$("$dir/bin/io_uring_probe" 2>&1); then
+    echo "=== io_uring backend: integration tests skipped ($why)"
+    return
+  fi
+  run_ctest "$dir" "io_uring backend: integration tests" -L integration -E '^Soak\.'
 }
