@@ -69,6 +69,12 @@ class RawClient {
   // Sends our end of stream, keeps reading: peer_closed() then waits for the
   // server to have seen it and closed its side.
   void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
+  // Closes with a reset (RST) instead of an orderly end (FIN).
+  void reset() {
+    const linger abort{1, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+    close();
+  }
 
  private:
   int fd_ = -1;

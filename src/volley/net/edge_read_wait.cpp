@@ -2,6 +2,15 @@
 
 #if defined(VOLLEY_HAS_EDGE_READ_WAIT)
 
+#include <cerrno>
+#include <cstring>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <boost/asio/error.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <volley/net/tcp_connection.hpp>
@@ -27,6 +36,11 @@ std::unique_ptr<EdgeReadWait> EdgeReadWait::make_for(asio::ip::tcp::socket& sock
   if (own == nullptr) return nullptr;
   asio::io_context& loop = own->context();
   if (asio::use_service<asio::detail::scheduler>(loop).concurrency_hint() != 1) return nullptr;
+  // Without the kernel's count of what is left, a short read cannot tell "dry"
+  // from "stopped at the end".
+  const int on = 1;
+  if (!socket.is_open() || ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on) != 0)
+    return nullptr;
   return std::make_unique<EdgeReadWait>(asio::use_service<asio::detail::reactor>(loop), socket);
 }
 
@@ -34,6 +48,42 @@ EdgeReadWait::EdgeReadWait(asio::detail::reactor& reactor, asio::ip::tcp::socket
     : reactor_op(boost::system::error_code(), &EdgeReadWait::perform, &EdgeReadWait::complete),
       reactor_(reactor),
       socket_(socket) {}
+
+std::size_t EdgeReadWait::read_some(std::span<std::byte> buffer, boost::system::error_code& ec) {
+  iovec piece{buffer.data(), buffer.size()};
+  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))];
+  msghdr message{};
+  message.msg_iov = &piece;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  ssize_t n;
+  do {
+    n = ::recvmsg(socket_.native_handle(), &message, 0);  // the socket is non-blocking
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    left_over_ = false;
+    ec = boost::system::error_code(errno, asio::error::get_system_category());
+    return 0;
+  }
+  if (n == 0 && !buffer.empty()) {
+    left_over_ = false;
+    ec = asio::error::eof;
+    return 0;
+  }
+  // No count (never expected with TCP_INQ on): assume more, so the
+  // connection reads again and waits only after a read that finds nothing.
+  left_over_ = true;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
+    if (c->cmsg_level == IPPROTO_TCP && c->cmsg_type == TCP_CM_INQ) {
+      int left = 0;
+      std::memcpy(&left, CMSG_DATA(c), sizeof left);
+      left_over_ = left > 0;  // the kernel counts an end still to be read as 1
+    }
+  }
+  ec = boost::system::error_code();
+  return static_cast<std::size_t>(n);
+}
 
 void EdgeReadWait::start(std::shared_ptr<TcpConnection> connection) {
   waiting_ = std::move(connection);
@@ -49,7 +99,18 @@ void EdgeReadWait::start(std::shared_ptr<TcpConnection> connection) {
 }
 
 asio::detail::reactor_op::status EdgeReadWait::perform(asio::detail::reactor_op* base) {
-  return static_cast<EdgeReadWait*>(base)->queued_ ? done : not_done;
+  auto* self = static_cast<EdgeReadWait*>(base);
+  if (!self->queued_) return not_done;
+  // Called from the reactor for the edge it just reported, whose events the
+  // socket's descriptor state still holds (Asio passes them on as the
+  // operation's result). A reset or error that came with bytes, under the
+  // same edge, is noted: the bytes' read will come back short with nothing
+  // left, yet the socket still has the error to give.
+  auto& socket = SocketInternals::of(self->socket_);
+  // A C-style cast reaches the descriptor state's (private) operation base.
+  const auto* state = (const asio::detail::scheduler_operation*)socket.reactor_data_;  // NOLINT
+  if (state != nullptr && (state->*(&EdgeReadWait::task_result_) & (EPOLLERR | EPOLLHUP)) != 0) self->hung_up_ = true;
+  return done;
 }
 
 void EdgeReadWait::complete(void* owner, asio::detail::scheduler_operation* base, const boost::system::error_code&,

@@ -11,19 +11,35 @@
 // epoll_wait. So this wait is queued on the reactor as a read operation that
 // says "not yet" when Asio tries it at once, and "ready" when the edge comes;
 // the connection then reads. Correct only where both hold:
-// - the socket was read dry (a read that came back short or with EAGAIN) in the
-//   handler that queues the wait, with no epoll_wait since; and
+// - the socket was read dry (see below) in the handler that queues the wait,
+//   with no epoll_wait since; and
 // - one thread runs the loop (io_context concurrency hint 1, as the
 //   loop-per-thread design's loops have), so no other thread can take the
 //   edge between that read and the wait.
-// Where the loop is not so (a thread pool, a strand), or Asio's backend is not
-// epoll, of() gives null and the connection uses async_wait.
+// "Read dry" needs care: a read that comes back short may have stopped at
+// the peer's end (or an error) that arrived with the bytes, under the same
+// edge, and no edge follows. So the connection reads through read_some()
+// below, with TCP_INQ on: the kernel says with each read how much is left,
+// and counts an end that is still to be read as something left. Only a read
+// that leaves nothing makes the connection wait. A reset or error has no
+// such count; the edge that brings one reports EPOLLERR or EPOLLHUP, which the
+// wait notes, and the connection then reads until the socket gives the error.
+//
+// This reaches into Asio's epoll reactor (its detail:: operations, the
+// socket's registration, the events an edge reported), so it is compiled only
+// for the Asio it was written and tested against (Boost 1.81, Debian
+// bookworm's). Where it is another Asio, or its backend is not epoll, or the
+// loop is not one thread's (a thread pool, a strand), or the kernel has no
+// TCP_INQ (before 4.18), make_for() gives null and the connection uses
+// async_wait.
 #include <cstddef>
 #include <memory>
+#include <span>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/version.hpp>
 
-#if defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+#if defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT) && BOOST_VERSION == 108100
 #define VOLLEY_HAS_EDGE_READ_WAIT 1
 #include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/detail/reactor_op.hpp>
@@ -46,6 +62,12 @@ class EdgeReadWait final : public boost::asio::detail::reactor_op {
   EdgeReadWait(const EdgeReadWait&) = delete;
   EdgeReadWait& operator=(const EdgeReadWait&) = delete;
 
+  // One non-blocking read of the socket (errors as Asio's read_some gives
+  // them: eof, would_block, ...). left_over() then says whether the kernel
+  // holds more input, or the end, after it: read again instead of waiting.
+  std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec);
+  bool left_over() const noexcept { return left_over_ || hung_up_; }
+
   // Queues the wait; `connection` stays alive until it completes, then
   // connection->on_readable(error) runs on the loop (operation_aborted when the
   // socket closed meanwhile). One wait at a time.
@@ -62,6 +84,9 @@ class EdgeReadWait final : public boost::asio::detail::reactor_op {
   // False while start() hands the operation to the reactor, which tries it at
   // once: "not yet". Only an edge reported later completes it.
   bool queued_ = false;
+  bool left_over_ = false;
+  // The reactor reported an error or hang-up: read until the socket says so.
+  bool hung_up_ = false;
 };
 
 #else
@@ -70,6 +95,8 @@ class EdgeReadWait final : public boost::asio::detail::reactor_op {
 class EdgeReadWait {
  public:
   static std::unique_ptr<EdgeReadWait> make_for(boost::asio::ip::tcp::socket&) { return nullptr; }
+  std::size_t read_some(std::span<std::byte>, boost::system::error_code&) { return 0; }
+  bool left_over() const noexcept { return false; }
   void start(std::shared_ptr<TcpConnection>) {}
 };
 

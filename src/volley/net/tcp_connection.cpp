@@ -191,15 +191,18 @@ bool TcpConnection::read_now() {
     do_read();
     return false;
   }
-  // A full buffer, or a transport holding input it already took off the
-  // socket, means "read again" rather than "wait for the next edge".
-  last_read_filled_ = !ec && (n == buf.size() || (transport_ && transport_->has_buffered_input()));
+  // A full buffer, a transport holding input it already took off the socket,
+  // or input (or the end) the kernel says is left, means "read again" rather
+  // than "wait for the next edge".
+  last_read_filled_ = !ec && (n == buf.size() || (transport_ && transport_->has_buffered_input()) ||
+                              (edge_wait_ && edge_wait_->left_over()));
   on_read(ec, n);
   return true;
 }
 
 std::size_t TcpConnection::read_socket(std::span<std::byte> buffer, boost::system::error_code& ec) {
   if (transport_) return transport_->read_some(buffer, ec);
+  if (edge_wait_) return edge_wait_->read_some(buffer, ec);
   return socket_.read_some(asio::buffer(buffer.data(), buffer.size()), ec);
 }
 
