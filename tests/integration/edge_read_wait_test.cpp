@@ -172,6 +172,18 @@ TEST(EdgeReadWait, APeerThatClosesWhileTheConnectionWaitsIsSeen) {
   }
 }
 
+// Keeps `loop` busy for `how_long` from the moment this returns: whatever
+// arrives meanwhile is reported by one epoll_wait afterwards.
+void hold(asio::io_context& loop, std::chrono::milliseconds how_long) {
+  auto holding = std::make_shared<std::promise<void>>();
+  std::future<void> held = holding->get_future();
+  asio::post(loop, [holding, how_long] {
+    holding->set_value();
+    std::this_thread::sleep_for(how_long);
+  });
+  held.wait();
+}
+
 // Bytes and the end of stream that arrive together while the loop is busy
 // make one edge. The read that takes the bytes comes back short, yet the
 // socket is not dry: the end is still to be read. The connection must read
@@ -189,13 +201,7 @@ TEST(EdgeReadWait, BytesAndTheEndThatArriveTogetherAreBothSeen) {
     RawClient socket(server.port());
     socket.send(hello);
     ASSERT_EQ(socket.read(hello.size()).size(), hello.size()) << round;  // open, and waiting for input
-    // Hold the server's loop while the last bytes and the end arrive.
-    std::promise<void> holding;
-    asio::post(server.workers().loop(0), [&] {
-      holding.set_value();
-      std::this_thread::sleep_for(50ms);
-    });
-    holding.get_future().wait();
+    hold(server.workers().loop(0), 50ms);  // while the last bytes and the end arrive
     socket.send(hello);
     socket.shutdown_write();
     ASSERT_EQ(socket.read(hello.size()).size(), hello.size()) << round;
@@ -233,12 +239,7 @@ TEST(EdgeReadWait, BytesAndAResetThatArriveTogetherAreBothSeen) {
       RawClient socket(server.port());
       socket.send(hello);
       std::this_thread::sleep_for(20ms);  // read, and waiting for more
-      std::promise<void> holding;
-      asio::post(server.workers().loop(0), [&] {
-        holding.set_value();
-        std::this_thread::sleep_for(50ms);
-      });
-      holding.get_future().wait();
+      hold(server.workers().loop(0), 50ms);  // while the last bytes and the reset arrive
       socket.send(hello);
       socket.reset();
     }
