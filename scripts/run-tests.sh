@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Every test, five ways: the Release build, the same tests under AddressSanitizer
+# Every test, four ways: the Release build, the same tests under AddressSanitizer
 # and UndefinedBehaviorSanitizer, the tests of code shared between threads under
-# ThreadSanitizer, the integration tests on Asio's io_uring backend (where the
-# kernel allows io_uring), and the libFuzzer targets (where clang is).
+# ThreadSanitizer, and the libFuzzer targets (where clang is). The integration
+# tests on Asio's io_uring backend are `make test-uring` (scripts/run-uring.sh).
 # Ends with one line counting every test run: "volley: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,12 +30,6 @@ else
 fi
 
 tsan_stage
-
-if pkg-config --exists liburing; then
-  uring_stage
-else
-  echo "=== io_uring backend skipped: liburing is not installed (scripts/install-deps.sh installs it)"
-fi
 
 if command -v clang++ >/dev/null 2>&1; then
   if build build-fuzz -DVOLLEY_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ -DVOLLEY_FUZZ_SECONDS="${VOLLEY_FUZZ_SECONDS:-20}"; then
