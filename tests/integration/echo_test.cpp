@@ -196,7 +196,7 @@ TEST(Echo, HelpDescribesEveryFlagAndBadFlagsFail) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"echo-client", "--proto", "quic"}, {"echo-client", "-c", "0"}, {"echo-client", "-s", "x"},
         {"echo-client", "--proto", "udp", "-s", "4"}, {"echo-server", "--proto", "tls"}, {"echo-client", "--ca", "/nonexistent"},
-        {"echo-server", "--design", "fibers"}, {"echo-server", "--proto", "udp", "--design", "thread-pool"}}) {
+        {"echo-server", "--design", "fibers"}}) {
     std::vector<std::string> argv{bin("volley")};
     argv.insert(argv.end(), args.begin(), args.end());
     ChildProcess p(argv, dir.file("bad"));
@@ -223,6 +223,27 @@ TEST(EchoThreadPool, ManyClientsGetEveryByteBackAndTheCountsAgree) {
   const auto totals = server.stop();
   EXPECT_EQ(json_u64(totals, "bytes"), json_u64(r.report, "total_bytes"));
   EXPECT_EQ(json_u64(totals, "connections"), 100u);
+  EXPECT_EQ(json_u64(totals, "errors"), 0u);
+}
+
+// UDP in the thread-pool design: one socket per slot on the port, each on a
+// strand of the shared loop, so either thread may serve either socket.
+TEST(EchoThreadPool, UdpEchoesEveryDatagramAndTheCountsAgree) {
+  TempDir dir;
+  EchoServer server(dir, {"--proto", "udp", "-t", "2", "--design", "thread-pool", "--metrics", "127.0.0.1:0"});
+  const auto r = run_client(dir, server.port(), {"--proto", "udp", "-c", "8", "-t", "2", "-m", "50", "-s", "100", "-z", "1"});
+  expect_clean_run(r, 100);
+  EXPECT_EQ(json_u64(r.report, "lost"), 0u);
+  const std::string out = server.process().stdout_text();
+  const auto at = out.find("metrics http ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const auto scrape = HttpClient(std::stoi(out.substr(out.rfind(':', out.find('\n', at)) + 1))).get("/metrics");
+  ASSERT_TRUE(scrape);
+  EXPECT_EQ(metric_value(scrape->body, "volley_echoed_datagrams_total"), json_u64(r.report, "total_messages"))
+      << scrape->body;
+  const auto totals = server.stop();
+  EXPECT_EQ(json_u64(totals, "datagrams"), json_u64(r.report, "total_messages"));
+  EXPECT_EQ(json_u64(totals, "bytes"), json_u64(r.report, "total_bytes"));
   EXPECT_EQ(json_u64(totals, "errors"), 0u);
 }
 

@@ -122,12 +122,14 @@ class TcpEchoHandler final : public net::StreamHandler {
   std::size_t queued_bytes_ = 0;
 };
 
-// One UDP socket per worker on the same port (SO_REUSEPORT spreads peers over
-// them); each wake-up drains the socket in batches and sends every batch back.
+// One UDP socket per worker slot on the same port (SO_REUSEPORT spreads peers
+// over them); each wake-up drains the socket in batches and sends every batch
+// back. The slot's executor is its own loop, or in the thread-pool design a
+// strand of the shared loop: any thread may serve any socket, one at a time.
 class UdpEchoWorker {
  public:
-  UdpEchoWorker(asio::io_context& loop, const asio::ip::udp::endpoint& endpoint, WorkerCounters& counters)
-      : endpoint_(loop, endpoint, options()), counters_(counters) {}
+  UdpEchoWorker(const asio::any_io_executor& slot, const asio::ip::udp::endpoint& endpoint, WorkerCounters& counters)
+      : endpoint_(slot, endpoint, options()), counters_(counters) {}
   asio::ip::udp::endpoint local_endpoint() const { return endpoint_.local_endpoint(); }
   void start() {
     // Each datagram goes back where it came from; a batch's echoes leave in one sendmmsg.
@@ -170,10 +172,6 @@ class UdpEchoWorker {
 
 int run_echo_server(const EchoServerOptions& o) {
   raise_file_limit();
-  if (o.proto == EchoProto::udp && o.design == net::Design::thread_pool) {
-    fmt::print(stderr, "error: --design thread-pool is for the connection protocols; UDP echo runs one socket per worker loop\n");
-    return 2;
-  }
   net::ServerOptions server_opts = server_options(o.listen, o.threads, o.busy_poll);
   server_opts.design = o.design;
   // TLS and WebSocket run under the same connection as TCP: same echo
@@ -197,7 +195,7 @@ int run_echo_server(const EchoServerOptions& o) {
   if (o.proto == EchoProto::udp) {
     asio::ip::udp::endpoint endpoint(asio::ip::make_address(o.listen.bind), o.listen.port);
     for (std::size_t w = 0; w < workers.size(); ++w) {
-      udp.push_back(std::make_unique<UdpEchoWorker>(workers.loop(w), endpoint, counters[w]));
+      udp.push_back(std::make_unique<UdpEchoWorker>(workers.slot_executor(w), endpoint, counters[w]));
       endpoint = udp.front()->local_endpoint();  // port 0: the others join the first one's port
     }
     port = endpoint.port();
@@ -259,7 +257,7 @@ int run_echo_server(const EchoServerOptions& o) {
     progress.stop();
     metrics.stop();
     for (std::size_t w = 0; w < workers.size() && !udp.empty(); ++w)
-      asio::post(workers.loop(w), [&, w] { udp[w]->stop(); });
+      asio::post(workers.slot_executor(w), [&, w] { udp[w]->stop(); });
   });
   server.run();
 

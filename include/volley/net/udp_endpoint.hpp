@@ -1,5 +1,6 @@
 #pragma once
-// A UDP socket on one loop that moves datagrams in batches: once readable, one
+// A UDP socket on one loop (or on one strand of a loop that several threads
+// run) that moves datagrams in batches: once readable, one
 // recvmmsg takes up to `batch` datagrams and hands each to the receive handler;
 // replies and other sends are queued and leave together in one sendmmsg, at the
 // end of the receive batch that queued them or, for sends made elsewhere (a
@@ -13,7 +14,8 @@
 //
 // Receive buffers can be shared by every endpoint of a loop (a relay with one
 // socket per client holds one set, not one per client): handlers run one at a
-// time, so a datagram's bytes are valid only during its handler call.
+// time, so a datagram's bytes are valid only during its handler call. Endpoints
+// on different strands run at once, so they must not share them.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -22,6 +24,7 @@
 #include <system_error>
 #include <vector>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 
@@ -85,6 +88,9 @@ class UdpEndpoint {
 
   // Opens and binds to `local` (port 0: any); throws boost::system::system_error.
   UdpEndpoint(boost::asio::io_context& loop, const Endpoint& local, UdpEndpointOptions options = {});
+  // The same on `executor`: every handler, wait and posted flush runs there (a
+  // strand, in a thread-pool design).
+  UdpEndpoint(const boost::asio::any_io_executor& executor, const Endpoint& local, UdpEndpointOptions options = {});
   // Adopts an open socket, bound or connected (options' socket settings are not applied).
   UdpEndpoint(boost::asio::ip::udp::socket socket, UdpEndpointOptions options = {});
   ~UdpEndpoint();  // sends what is queued

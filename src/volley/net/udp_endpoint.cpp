@@ -63,7 +63,10 @@ bool would_block(int e) { return e == EAGAIN || e == EWOULDBLOCK; }
 }  // namespace
 
 UdpEndpoint::UdpEndpoint(asio::io_context& loop, const Endpoint& local, UdpEndpointOptions options)
-    : socket_(loop), send_headers_(std::make_unique<SendHeaders>()), self_(std::make_shared<UdpEndpoint*>(this)) {
+    : UdpEndpoint(loop.get_executor(), local, std::move(options)) {}
+
+UdpEndpoint::UdpEndpoint(const asio::any_io_executor& executor, const Endpoint& local, UdpEndpointOptions options)
+    : socket_(executor), send_headers_(std::make_unique<SendHeaders>()), self_(std::make_shared<UdpEndpoint*>(this)) {
   socket_.open(local.protocol());
   if (options.reuse_port) {
     socket_.set_option(asio::socket_base::reuse_address(true));
