@@ -27,8 +27,8 @@ tsan: deps
 	@bash scripts/run-tsan.sh
 
 # The integration tests on Asio's io_uring backend (build-uring/, where the
-# kernel allows io_uring). Not in `make test`: three tests hang on that backend,
-# on two defects of Boost 1.81's Asio (scripts/run-uring.sh says which).
+# kernel allows io_uring). Not in `make test`: the backend is experimental
+# (scripts/run-uring.sh says why).
 test-uring: deps
 	@bash scripts/run-uring.sh
 

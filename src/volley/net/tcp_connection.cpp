@@ -449,7 +449,16 @@ void TcpConnection::finish(CloseReason reason) {
   linger_timer_.cancel();
   slow_timer_.cancel();
   idle_timer_.cancel();
+#if defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+  // Boost 1.81's io_uring backend can lose the completion of an operation
+  // that close() cancels, and then its loop never stops (docs/BENCHMARKS.md,
+  // "Asio's io_uring backend"). So nothing is cancelled: the shutdown wakes
+  // every wait in flight, their handlers find the connection closed and let
+  // go of it, and the socket closes with the connection, with nothing queued.
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+#else
   socket_.close(ignored);
+#endif
   reason.unsent_bytes = queue_.queued_bytes();
   queue_.clear();
   handler_->on_close(*this, reason);
