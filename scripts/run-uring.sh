@@ -2,11 +2,11 @@
 # The integration tests on Asio's io_uring backend (scripts/test-stages.sh,
 # uring_stage, says what it builds and runs). Not part of `make test`: Boost
 # 1.81's io_uring backend can lose an operation that close() cancels, after
-# which a loop never stops. Connections avoid that cancel (the three
-# never-reading-client tests hung before they did); UDP endpoints, acceptors
-# and connectors do not (docs/BENCHMARKS.md, "Asio's io_uring backend"), and
-# the build would take CI past its time. Ends with "volley io_uring: N
-# passed, M failed".
+# which a loop never stops. Connections, UDP endpoints and acceptors avoid
+# that cancel (the three never-reading-client tests hung before they did);
+# connectors do not (docs/BENCHMARKS.md, "Asio's io_uring backend"), and the
+# build would take CI past its time. Ends with "volley io_uring: N passed, M
+# failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/test-stages.sh

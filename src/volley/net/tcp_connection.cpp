@@ -4,6 +4,7 @@
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
+#include "close_without_cancel.hpp"
 #include "edge_read_wait.hpp"
 #include "spin_readers.hpp"
 
@@ -445,20 +446,10 @@ void TcpConnection::finish(CloseReason reason) {
   if (state_ == State::closed) return;
   state_ = State::closed;
   close_kind_ = reason.kind;
-  boost::system::error_code ignored;
   linger_timer_.cancel();
   slow_timer_.cancel();
   idle_timer_.cancel();
-#if defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
-  // Boost 1.81's io_uring backend can lose the completion of an operation
-  // that close() cancels, and then its loop never stops (docs/BENCHMARKS.md,
-  // "Asio's io_uring backend"). So nothing is cancelled: the shutdown wakes
-  // every wait in flight, their handlers find the connection closed and let
-  // go of it, and the socket closes with the connection, with nothing queued.
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-#else
-  socket_.close(ignored);
-#endif
+  detail::close_without_cancel(socket_);  // on io_uring, a close that cancels nothing
   reason.unsent_bytes = queue_.queued_bytes();
   queue_.clear();
   handler_->on_close(*this, reason);

@@ -10,6 +10,8 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "close_without_cancel.hpp"
+
 namespace volley::net {
 
 namespace asio = boost::asio;
@@ -145,9 +147,8 @@ std::vector<std::shared_ptr<TcpConnection>> TcpServer::live_on(std::size_t worke
 }
 
 void TcpServer::shutdown(std::chrono::milliseconds deadline) {
-  boost::system::error_code ignored;
   accept_pause_.cancel();
-  acceptor_.close(ignored);
+  detail::close_without_cancel(acceptor_);
   for (std::size_t w = 0; w < workers_.size(); ++w) {
     asio::post(workers_.slot_executor(w), [this, w, deadline] {
       // Each connection is closed on its own executor (at once on a loop of its slot).

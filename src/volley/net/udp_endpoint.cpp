@@ -10,6 +10,8 @@
 
 #include <volley/net/udp_drops.hpp>
 
+#include "close_without_cancel.hpp"
+
 namespace volley::net {
 
 namespace asio = boost::asio;
@@ -101,8 +103,7 @@ void UdpEndpoint::apply(const UdpEndpointOptions& options) {
 UdpEndpoint::~UdpEndpoint() {
   if (!stopped_) flush();  // what was queued is sent, as a closing socket would send it
   self_.reset();  // waits and posted flushes that are still to run find nothing
-  boost::system::error_code ignored;
-  socket_.close(ignored);
+  detail::close_without_cancel(socket_);
 }
 
 void UdpEndpoint::connect(const Endpoint& peer, std::error_code& ec) {
@@ -137,8 +138,7 @@ void UdpEndpoint::stop(const UdpDropTable& drops) {
 void UdpEndpoint::close_after_flush() {
   flush();
   stopped_ = true;
-  boost::system::error_code ignored;
-  socket_.close(ignored);
+  detail::close_without_cancel(socket_);
 }
 
 std::uint64_t UdpEndpoint::kernel_drops() {

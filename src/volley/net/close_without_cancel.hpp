@@ -1,0 +1,33 @@
+#pragma once
+// Closing a socket through Asio cancels the operations it has in flight. Boost
+// 1.81's io_uring backend can lose such a cancelled operation's completion,
+// after which its loop never stops (docs/BENCHMARKS.md, "Asio's io_uring
+// backend"). On that backend this closes without a cancel: a shutdown wakes
+// every wait in flight (the kernel reports a shut-down socket readable and
+// writable, even a UDP one that is not connected), and the socket moves to one
+// more wait of its own, behind them, which lets go of it, and so closes it,
+// once those have completed. On epoll it is close().
+#include <sys/socket.h>
+
+#include <memory>
+#include <utility>
+
+#include <boost/system/error_code.hpp>
+
+namespace volley::net::detail {
+
+// A socket or acceptor: closed (or, on io_uring, closing) and not open after this.
+template <class Socket>
+void close_without_cancel(Socket& socket) {
+  if (!socket.is_open()) return;
+#if defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+  ::shutdown(socket.native_handle(), SHUT_RDWR);  // ENOTCONN for an unconnected socket still wakes its waits
+  auto closing = std::make_shared<Socket>(std::move(socket));
+  closing->async_wait(Socket::wait_read, [closing](const boost::system::error_code&) {});
+#else
+  boost::system::error_code ignored;
+  socket.close(ignored);
+#endif
+}
+
+}  // namespace volley::net::detail
