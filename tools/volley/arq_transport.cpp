@@ -11,6 +11,8 @@
 #include <volley/arq/udp_channel.hpp>
 #include <volley/wire/byte_order.hpp>
 
+#include "volley/net/close_without_cancel.hpp"
+
 namespace volley::tools {
 
 namespace asio = boost::asio;
@@ -132,7 +134,7 @@ class TcpTransport final : public MessageTransport {
   void listen(const udp::endpoint& at) {
     acceptor_ = std::make_unique<tcp::acceptor>(socket_.get_executor(), tcp::endpoint(at.address(), at.port()));
     acceptor_->async_accept(socket_, [this](const boost::system::error_code& ec) {
-      if (ec) return;
+      if (ec || stopped_) return;
       socket_.set_option(tcp::no_delay(true));
       read();
       write();
@@ -159,9 +161,10 @@ class TcpTransport final : public MessageTransport {
     if (peer_finished_ || !error_.empty()) std::exchange(peer_done_, nullptr)(error_);
   }
   void stop() override {
-    boost::system::error_code ignored;
-    if (acceptor_) acceptor_->close(ignored);
-    socket_.close(ignored);
+    // What completes after this (an accept, read or write woken by the close) is ignored.
+    stopped_ = true;
+    if (acceptor_) net::detail::close_without_cancel(*acceptor_);
+    net::detail::close_without_cancel(socket_);
   }
   std::string error() const override { return error_.empty() ? "closed" : error_; }
   std::uint64_t datagrams_heard() const override { return 0; }
@@ -197,6 +200,7 @@ class TcpTransport final : public MessageTransport {
     writing_ = true;
     asio::async_write(socket_, asio::buffer(queue_.front()), [this](const boost::system::error_code& ec, std::size_t n) {
       writing_ = false;
+      if (stopped_) return;
       if (ec) return fail(ec.message());
       bytes_sent_ += n;
       queue_.pop_front();
@@ -210,6 +214,7 @@ class TcpTransport final : public MessageTransport {
   }
   void read() {
     asio::async_read(socket_, asio::buffer(length_), [this](const boost::system::error_code& ec, std::size_t) {
+      if (stopped_) return;
       if (ec == asio::error::eof) {
         peer_finished_ = true;
         if (peer_done_) std::exchange(peer_done_, nullptr)({});
@@ -221,12 +226,12 @@ class TcpTransport final : public MessageTransport {
       const std::uint32_t n = wire::load_u32_be(length_.data());
       if (n > kMaxMessageSize) {
         fail(fmt::format("message length {} over the maximum {} (connection closed)", n, kMaxMessageSize));
-        boost::system::error_code ignored;
-        socket_.close(ignored);
+        net::detail::close_without_cancel(socket_);  // a write may be in flight: it fails, and error_ is set
         return;
       }
       frame_.resize(n);
       asio::async_read(socket_, asio::buffer(frame_), [this](const boost::system::error_code& ec2, std::size_t m) {
+        if (stopped_) return;
         if (ec2) return fail(ec2 == asio::error::eof ? "connection closed in the middle of a message" : ec2.message());
         bytes_received_ += 4 + m;
         on_message_(frame_);
@@ -244,7 +249,7 @@ class TcpTransport final : public MessageTransport {
   std::vector<std::byte> frame_;
   std::uint64_t bytes_sent_ = 0, bytes_received_ = 0;
   std::string error_;
-  bool writing_ = false, closing_ = false, shut_down_ = false, peer_finished_ = false;
+  bool writing_ = false, closing_ = false, shut_down_ = false, peer_finished_ = false, stopped_ = false;
 };
 
 }  // namespace

@@ -112,6 +112,7 @@ class ReconnectingClient final : private SessionEvents {
   std::unique_ptr<boost::asio::ip::tcp::socket> socket_;  // while connecting
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer connect_timer_;
+  bool connect_timed_out_ = false;  // the current attempt's timeout closed its socket
   std::shared_ptr<TcpConnection> connection_;
   Session* session_ = nullptr;
   bool session_opened_ = false;  // the current connection's session opened (after any handshake)

@@ -2,6 +2,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include "close_without_cancel.hpp"
+
 namespace volley::net {
 
 namespace asio = boost::asio;
@@ -22,6 +24,7 @@ ReconnectingClient::~ReconnectingClient() {
   alive_.reset();
   callbacks_ = {};
   stopping_ = true;
+  if (socket_) detail::close_without_cancel(*socket_);  // a connect in flight
   if (connection_) connection_->abort({CloseReason::Kind::local_close, "client destroyed"});
 }
 
@@ -41,12 +44,13 @@ void ReconnectingClient::start() {
 
 void ReconnectingClient::connect() {
   socket_ = std::make_unique<asio::ip::tcp::socket>(loop_);
+  connect_timed_out_ = false;
   std::weak_ptr<bool> alive = alive_;
   connect_timer_.expires_after(options_.connect_timeout);
   connect_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
     if (ec || alive.expired() || !socket_) return;
-    boost::system::error_code ignored;
-    socket_->close(ignored);  // completes the connect with operation_aborted
+    connect_timed_out_ = true;
+    detail::close_without_cancel(*socket_);  // completes the connect with an error
   });
   socket_->async_connect(endpoint_, [this, alive](const boost::system::error_code& ec) {
     if (alive.expired()) return;
@@ -60,10 +64,10 @@ void ReconnectingClient::on_connect(const boost::system::error_code& ec) {
     socket_.reset();
     return;
   }
-  if (ec) {
+  if (ec || connect_timed_out_) {  // a connect that won the race with its timeout is closed all the same
     socket_.reset();
     ++stats_.failed_attempts;
-    schedule_reconnect(ec == asio::error::operation_aborted ? "connect timed out" : ec.message());
+    schedule_reconnect(connect_timed_out_ ? "connect timed out" : ec.message());
     return;
   }
   boost::system::error_code local_error, remote_error;
@@ -131,10 +135,7 @@ void ReconnectingClient::stop() {
   stopping_ = true;
   retry_timer_.cancel();
   connect_timer_.cancel();
-  if (socket_) {
-    boost::system::error_code ignored;
-    socket_->close(ignored);
-  }
+  if (socket_) detail::close_without_cancel(*socket_);
   drain_outbox();  // what an open connection can still take
   stats_.outbox_dropped += outbox_.size();
   outbox_.clear();

@@ -42,6 +42,13 @@ TcpServer::TcpServer(asio::io_context& accept_loop, LoopPool& workers, const asi
 
 TcpServer::~TcpServer() {
   if (reserve_fd_ >= 0) ::close(reserve_fd_);
+  // An accept may still be in flight (a server destroyed before it stopped,
+  // its loop no longer running). On io_uring the acceptor then goes on in a
+  // wait of its own until the loop shuts down, which destroys both operations
+  // while Asio's services are alive; Asio's own close would free its object
+  // with the accept still queued, to be destroyed after the socket service it
+  // refers to.
+  detail::close_without_cancel(acceptor_);
 }
 
 void TcpServer::start() { do_accept(); }
