@@ -10,10 +10,13 @@
 #include <stdexcept>
 #include <vector>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <usrsctp.h>
 
 #include <volley/net/udp_drops.hpp>
+
+#include "volley/net/close_without_cancel.hpp"
 
 namespace volley::arq {
 
@@ -255,21 +258,50 @@ struct SctpChannel::State {
     flush();
   }
 
+  // Waits for the socket to be readable, then reads what is there without
+  // blocking. A wait, not a pending receive, because stop() ends it with a
+  // shutdown (no cancel: net::detail::close_without_cancel): a shut-down
+  // unconnected UDP socket reports itself readable but has nothing to read, so
+  // a receive would never complete, and on Asio's io_uring backend would poll
+  // again at once, forever.
   void receive() {
-    socket.async_receive_from(asio::buffer(buffer), from, [this](const boost::system::error_code& ec, std::size_t n) {
+    socket.async_wait(udp::socket::wait_read, [this](const boost::system::error_code& ec) {
       if (stopped || ec == asio::error::operation_aborted) return;
-      if (!ec) {
-        if (!peer && listener != nullptr) peer = from;
-        if (!peer || from != *peer) {
-          stats.foreign_datagrams += 1;
-        } else {
-          stats.datagrams_received += 1;
-          peer_heard_at = std::chrono::steady_clock::now();  // the responder's quiet bound restarts
-          usrsctp_conninput(this, buffer.data(), n, 0);
-          pump();
-        }
+      on_readable();
+    });
+  }
+
+  void on_readable() {
+    constexpr int kBurst = 64;
+    for (int i = 0; i < kBurst; ++i) {
+      if (stopped) return;
+      sockaddr_storage address{};
+      socklen_t address_size = sizeof address;
+      const ssize_t n = ::recvfrom(socket.native_handle(), buffer.data(), buffer.size(), MSG_DONTWAIT,
+                                   reinterpret_cast<sockaddr*>(&address), &address_size);
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return receive();
+        if (errno == EINTR || errno == ECONNREFUSED) continue;  // an error reported for an earlier datagram
+        return receive();  // anything else: wait again rather than spin on it
       }
-      receive();
+      const bool ip = address_size <= from.capacity();  // always, on a UDP socket
+      if (ip) {
+        std::memcpy(from.data(), &address, address_size);
+        from.resize(address_size);
+      }
+      if (ip && !peer && listener != nullptr) peer = from;
+      if (!ip || !peer || from != *peer) {
+        stats.foreign_datagrams += 1;
+      } else {
+        stats.datagrams_received += 1;
+        peer_heard_at = std::chrono::steady_clock::now();  // the responder's quiet bound restarts
+        usrsctp_conninput(this, buffer.data(), static_cast<std::size_t>(n), 0);
+        pump();
+      }
+    }
+    // More may be waiting: read on after the loop's other work.
+    asio::post(socket.get_executor(), [this] {
+      if (!stopped) on_readable();
     });
   }
 
@@ -370,9 +402,8 @@ void SctpChannel::stop() {
   if (s.stopped) return;
   kernel_drops();  // the last count, before the socket goes
   s.stopped = true;
-  boost::system::error_code ignored;
   s.timer.cancel();
-  s.socket.close(ignored);
+  net::detail::close_without_cancel(s.socket);  // the receive in flight ends and sees `stopped`
   if (s.association != nullptr) usrsctp_close(s.association);
   if (s.listener != nullptr) usrsctp_close(s.listener);
   s.association = s.listener = nullptr;

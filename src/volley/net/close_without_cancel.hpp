@@ -7,6 +7,12 @@
 // writable, even a UDP one that is not connected), and the socket moves to one
 // more wait of its own, behind them, which lets go of it, and so closes it,
 // once those have completed. On epoll it is close().
+//
+// For a socket whose operations in flight end on a shutdown: waits, and TCP
+// reads (they see the end of the stream). Not for a receive in flight on an
+// unconnected UDP socket: the shutdown makes it readable with nothing to read,
+// so the receive never completes (on io_uring it polls again at once, for
+// ever). Such a socket waits for readiness and reads without blocking.
 #include <sys/socket.h>
 
 #include <memory>
