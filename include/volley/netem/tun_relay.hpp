@@ -20,11 +20,17 @@ int open_tun(const std::string& name, std::string& error);
 
 class TunRelay {
  public:
-  // Takes ownership of the two descriptors.
+  // Takes ownership of the two descriptors. Throws std::system_error when the
+  // kernel refuses the epoll set or eventfd the relay waits with.
   TunRelay(boost::asio::io_context& loop, int fd_a, int fd_b, const Impairment& up, const Impairment& down,
            std::uint64_t seed);
+  ~TunRelay();
+  TunRelay(const TunRelay&) = delete;
+  TunRelay& operator=(const TunRelay&) = delete;
 
   void start();
+  // Stops relaying; the devices close once the relay's wait has ended, which
+  // stop() wakes (the loop's run() then returns when nothing else is left).
   void stop();
   // Records every IP packet received and sent (see PcapWriter). Call before start().
   void capture_to(PcapWriter& writer);
@@ -33,15 +39,28 @@ class TunRelay {
   const RelayErrors& errors() const noexcept { return errors_; }
 
  private:
-  void read(boost::asio::posix::stream_descriptor& from, std::vector<std::byte>& buffer, bool up);
+  void wait_for_packets();
+  void drain();
+  bool drain(boost::asio::posix::stream_descriptor& from, bool up);
+  void close_devices();
 
+  // The devices are read and written without blocking, never with an
+  // operation in flight: the relay waits on `ready_` instead, an epoll set of
+  // both devices and `stop_`, an eventfd. So stop() ends that wait by making
+  // it ready rather than by cancelling it (on Asio's io_uring backend in Boost
+  // 1.81 a cancelled operation's completion can be lost, and the loop with it:
+  // docs/BENCHMARKS.md, "Asio's io_uring backend").
   boost::asio::posix::stream_descriptor a_;
   boost::asio::posix::stream_descriptor b_;
-  std::vector<std::byte> buffer_a_, buffer_b_;
+  boost::asio::posix::stream_descriptor ready_;
+  int stop_ = -1;
+  std::vector<std::byte> buffer_;
   RelayCore core_;
   RelayErrors errors_;
   PcapWriter* capture_ = nullptr;
   bool stopped_ = false;
+  bool waiting_ = false;        // a wait on ready_ is in flight
+  bool drain_posted_ = false;   // a drain() is queued on the loop
 };
 
 }  // namespace volley::netem

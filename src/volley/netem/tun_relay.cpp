@@ -3,11 +3,16 @@
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
+
+#include <boost/asio/post.hpp>
 
 namespace volley::netem {
 
@@ -41,8 +46,8 @@ TunRelay::TunRelay(asio::io_context& loop, int fd_a, int fd_b, const Impairment&
                    std::uint64_t seed)
     : a_(loop, fd_a),
       b_(loop, fd_b),
-      buffer_a_(65536),
-      buffer_b_(65536),
+      ready_(loop),
+      buffer_(65536),
       core_(
           loop, up, down, seed,
           [this](Departure& d) {
@@ -66,37 +71,100 @@ void TunRelay::capture_to(PcapWriter& writer) {
   });
 }
 
+TunRelay::~TunRelay() {
+  if (stop_ >= 0) ::close(stop_);
+}
+
 void TunRelay::start() {
-  read(a_, buffer_a_, true);
-  read(b_, buffer_b_, false);
+  const int set = ::epoll_create1(EPOLL_CLOEXEC);
+  if (set < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
+  ready_.assign(set);
+  stop_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+  a_.non_blocking(true);
+  b_.non_blocking(true);
+  for (const int fd : {a_.native_handle(), b_.native_handle(), stop_}) {
+    epoll_event event{};
+    event.events = EPOLLIN;  // level-triggered: the set stays readable while a packet waits
+    event.data.fd = fd;
+    if (::epoll_ctl(set, EPOLL_CTL_ADD, fd, &event) < 0)
+      throw std::system_error(errno, std::generic_category(), "epoll_ctl");
+  }
+  wait_for_packets();
+  drain();  // what arrived before the wait
 }
 
 void TunRelay::stop() {
+  if (stopped_) return;
   stopped_ = true;
   core_.stop();
+  if (!waiting_) return close_devices();
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto n = ::write(stop_, &one, sizeof one);  // ends the wait, which closes the devices
+}
+
+void TunRelay::close_devices() {
   boost::system::error_code ignored;
   a_.close(ignored);
   b_.close(ignored);
+  ready_.close(ignored);
 }
 
-void TunRelay::read(asio::posix::stream_descriptor& from, std::vector<std::byte>& buffer, bool up) {
-  // One read is one IP packet.
-  from.async_read_some(asio::buffer(buffer), [this, &from, &buffer, up](const boost::system::error_code& ec,
-                                                                          std::size_t n) {
-    if (stopped_ || ec == asio::error::operation_aborted) return;
+void TunRelay::wait_for_packets() {
+  waiting_ = true;
+  ready_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
+    waiting_ = false;
+    if (stopped_) return close_devices();
     if (ec) {
       errors_.receive_errors += 1;
-      if (ec == asio::error::eof || ec == asio::error::bad_descriptor) return;
-    } else {
-      std::vector<std::byte> packet(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(n));
-      if (up) {
-        core_.submit_up(std::move(packet), 0);
-      } else {
-        core_.submit_down(std::move(packet), 0);
-      }
+      return;
     }
-    read(from, buffer, up);
+    // The next wait first, then the reads: a packet that arrives between the
+    // last read and the wait still ends the wait (Asio's epoll reactor would
+    // not report a set that was already readable when its wait began).
+    wait_for_packets();
+    drain();
   });
+}
+
+void TunRelay::drain() {
+  const bool more_up = drain(a_, true);
+  const bool more_down = drain(b_, false);
+  if ((more_up || more_down) && !drain_posted_) {
+    // A burst's worth from each device, then the loop's other work, then more.
+    drain_posted_ = true;
+    asio::post(ready_.get_executor(), [this] {
+      drain_posted_ = false;
+      if (!stopped_) drain();
+    });
+  }
+}
+
+// Reads up to a burst of packets (one read is one IP packet); true when the
+// device may have more.
+bool TunRelay::drain(asio::posix::stream_descriptor& from, bool up) {
+  constexpr int kBurst = 64;
+  if (!from.is_open()) return false;
+  for (int i = 0; i < kBurst; ++i) {
+    boost::system::error_code ec;
+    const std::size_t n = from.read_some(asio::buffer(buffer_), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again || ec == asio::error::interrupted) return false;
+    if (ec) {
+      // A device that fails a read would stay ready and fail again: it leaves the set.
+      errors_.receive_errors += 1;
+      ::epoll_ctl(ready_.native_handle(), EPOLL_CTL_DEL, from.native_handle(), nullptr);
+      boost::system::error_code ignored;
+      from.close(ignored);
+      return false;
+    }
+    std::vector<std::byte> packet(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n));
+    if (up) {
+      core_.submit_up(std::move(packet), 0);
+    } else {
+      core_.submit_down(std::move(packet), 0);
+    }
+  }
+  return true;
 }
 
 }  // namespace volley::netem
