@@ -1,12 +1,9 @@
 #!/usr/bin/env bash
-# The integration tests on Asio's io_uring backend (scripts/test-stages.sh,
-# uring_stage, says what it builds and runs). Not part of `make test`: Boost
-# 1.81's io_uring backend can lose an operation that close() cancels, after
-# which a loop never stops. Connections, UDP endpoints and acceptors avoid
-# that cancel (the three never-reading-client tests hung before they did);
-# connectors, the SCTP channel and the TUN relay do not (docs/BENCHMARKS.md,
-# "Asio's io_uring backend"), and the build would take CI past its time. Ends
-# with "volley io_uring: N passed, M failed".
+# The integration tests on Asio's io_uring backend alone, without sanitizers
+# (scripts/test-stages.sh, uring_stage, says what it builds and runs): the
+# quick check of that backend. `make test` covers it too: its sanitizer stage
+# runs every test on io_uring where the machine allows it. Ends with
+# "volley io_uring: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/test-stages.sh
