@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""The gNB receiver's CPU per byte: the gNB target against the raw sink.
+
+The target (variant handler, 2 threads) on CPU 1 with the generator on CPU 0,
+then the raw sink on CPU 1 with the raw sender on CPU 0, interleaved, the
+1200-byte mix. The receiver's user and system time come from wait4's
+resource usage. Prints one line per run (docs/BENCHMARKS.md, "Where the gNB
+target's CPU goes"). Usage: bench/gnb_cpu.py [BINDIR] [--connections N]
+[--runs N] [--seconds S]
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+MIX = ["1001:64:25", "1002:16:25", "8001:1200:50"]
+
+
+def cpu_of(proc):
+    _, _, usage = os.wait4(proc.pid, 0)
+    return usage.ru_utime, usage.ru_stime
+
+
+def volley_run(bindir, seconds, connections):
+    with tempfile.TemporaryDirectory() as tmp:
+        port_file = os.path.join(tmp, "port")
+        target = subprocess.Popen(["taskset", "-c", "1", f"{bindir}/volley", "target", "--bind", "127.0.0.1", "--port",
+                                   "0", "--port-file", port_file, "--handler", "variant", "--threads", "2", "--json",
+                                   "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while not (os.path.exists(port_file) and os.path.getsize(port_file)):
+            if time.time() > deadline or target.poll() is not None:
+                raise SystemExit("gnb_cpu: the target did not start")
+            time.sleep(0.02)
+        port = open(port_file).read().strip()
+        gen = subprocess.run(["taskset", "-c", "0", f"{bindir}/traffic_generator"] + sum([["-m", m] for m in MIX], []) +
+                             ["-t", str(seconds), "--port", port, "-c", str(connections), "--json", "--no-progress"],
+                             capture_output=True, text=True, timeout=seconds + 60)
+        target.send_signal(signal.SIGTERM)
+        user, system = cpu_of(target)
+    if gen.returncode != 0:
+        raise SystemExit(f"gnb_cpu: generator failed: {gen.stderr}")
+    return json.loads(gen.stdout)["bytes"], user, system
+
+
+def raw_run(bindir, seconds, connections, port):
+    sink = subprocess.Popen(["taskset", "-c", "1", f"{bindir}/raw_sink", str(port), str(connections)],
+                            stdout=subprocess.PIPE, text=True)
+    time.sleep(0.2)
+    subprocess.run(["taskset", "-c", "0", f"{bindir}/raw_sender", str(port), str(seconds), str(connections)] + MIX,
+                   capture_output=True, timeout=seconds + 60)
+    out = sink.stdout.read()
+    user, system = cpu_of(sink)
+    return json.loads(out)["bytes"], user, system
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("bindir", nargs="?", default="build/bin")
+    ap.add_argument("--connections", type=int, default=4)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--port", type=int, default=32199, help="port of the raw sink")
+    args = ap.parse_args()
+    for _ in range(args.runs):
+        vb, vu, vs = volley_run(args.bindir, args.seconds, args.connections)
+        rb, ru, rs = raw_run(args.bindir, args.seconds, args.connections, args.port)
+        print(f"volley {vb / 1e6 / args.seconds:6.0f} MB/s, {(vu + vs) * 1e9 / vb:.3f} ns/byte (user {vu * 1e9 / vb:.3f}, "
+              f"system {vs * 1e9 / vb:.3f}) | raw {rb / 1e6 / args.seconds:6.0f} MB/s, {(ru + rs) * 1e9 / rb:.3f} ns/byte "
+              f"(user {ru * 1e9 / rb:.3f}, system {rs * 1e9 / rb:.3f}) | bytes ratio {vb / rb:.2f}, "
+              f"CPU per byte ratio {(vu + vs) * rb / ((ru + rs) * vb):.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
