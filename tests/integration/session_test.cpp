@@ -184,6 +184,49 @@ TEST(ReconnectingClient, AConnectionToItselfIsAFailedAttemptNotASession) {
                                                                    : "no attempt connected to itself");
 }
 
+// A connect that gets no answer (a listener whose accept queue is full: the
+// kernel drops further SYNs) ends at the connect timeout and is retried, and
+// stop() leaves the loop nothing to do. The timeout closes the connecting
+// socket with a shutdown, not Asio's cancel (the io_uring build's sanitizer
+// stage runs this too), so the reason comes from the client's own flag.
+TEST(ReconnectingClient, AConnectNobodyAnswersTimesOutAndIsTriedAgain) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);  // a queue of one
+  socklen_t size = sizeof address;
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &size), 0);
+  const int filler = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::connect(filler, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);  // never accepted
+
+  asio::io_context loop;
+  auto o = client_options(ntohs(address.sin_port));
+  o.connect_timeout = 200ms;
+  int connected = 0;
+  std::vector<std::string> reasons;
+  net::ReconnectingClient client(loop, o,
+                                 {.on_connected = [&] { ++connected; },
+                                  .on_disconnected = {},
+                                  .on_connect_failed = [&](const std::string& why, std::chrono::milliseconds) {
+                                    reasons.push_back(why);
+                                  },
+                                  .on_message = {}});
+  client.start();
+  EXPECT_TRUE(run_until(loop, [&] { return reasons.size() >= 2; }, 10s));
+  client.stop();
+  loop.run_for(10s);
+  EXPECT_TRUE(loop.stopped()) << "work was left on the loop after stop()";
+  ::close(filler);
+  ::close(listener);
+  EXPECT_EQ(connected, 0);
+  ASSERT_FALSE(reasons.empty());
+  for (const auto& why : reasons) EXPECT_EQ(why, "connect timed out");
+  EXPECT_EQ(client.stats().failed_attempts, reasons.size());
+}
+
 // stop() while the TLS handshake is under way (the server accepted and never
 // answers): the connection ends at once instead of finishing the handshake
 // and staying open; the message waiting in the outbox is counted as
