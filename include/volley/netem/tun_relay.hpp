@@ -20,14 +20,15 @@ int open_tun(const std::string& name, std::string& error);
 
 class TunRelay {
  public:
-  // Takes ownership of the two descriptors. Throws std::system_error when the
-  // kernel refuses the epoll set or eventfd the relay waits with.
+  // Takes ownership of the two descriptors.
   TunRelay(boost::asio::io_context& loop, int fd_a, int fd_b, const Impairment& up, const Impairment& down,
            std::uint64_t seed);
   ~TunRelay();
   TunRelay(const TunRelay&) = delete;
   TunRelay& operator=(const TunRelay&) = delete;
 
+  // Throws std::system_error when the kernel refuses the epoll set or the
+  // eventfd the relay waits with.
   void start();
   // Stops relaying; the devices close once the relay's wait has ended, which
   // stop() wakes (the loop's run() then returns when nothing else is left).

@@ -119,9 +119,9 @@ void TunRelay::wait_for_packets() {
       errors_.receive_errors += 1;
       return;
     }
-    // The next wait first, then the reads: a packet that arrives between the
-    // last read and the wait still ends the wait (Asio's epoll reactor would
-    // not report a set that was already readable when its wait began).
+    // The next wait first, then the reads: Asio's epoll reactor registers the
+    // set edge-triggered, so an edge taken while no wait was queued is gone;
+    // whatever it announced is read below, after the wait is in place.
     wait_for_packets();
     drain();
   });
