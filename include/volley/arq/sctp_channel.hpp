@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 
@@ -39,9 +40,14 @@ class SctpChannel {
   using Done = std::function<void(const std::string& error)>;  // empty: success
 
   // `peer` set: connects to it; unset: listens, and the source of the first
-  // datagram becomes the peer.
-  SctpChannel(boost::asio::io_context& loop, boost::asio::ip::udp::socket socket,
+  // datagram becomes the peer. `socket` must have been made on `executor` (a
+  // loop, or a strand of a thread pool), where every handler of the channel
+  // then runs (throws std::invalid_argument otherwise).
+  SctpChannel(const boost::asio::any_io_executor& executor, boost::asio::ip::udp::socket socket,
               std::optional<boost::asio::ip::udp::endpoint> peer, MessageHandler on_message);
+  SctpChannel(boost::asio::io_context& loop, boost::asio::ip::udp::socket socket,
+              std::optional<boost::asio::ip::udp::endpoint> peer, MessageHandler on_message)
+      : SctpChannel(loop.get_executor(), std::move(socket), peer, std::move(on_message)) {}
   ~SctpChannel();
   SctpChannel(const SctpChannel&) = delete;
   SctpChannel& operator=(const SctpChannel&) = delete;

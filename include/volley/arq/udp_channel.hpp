@@ -5,7 +5,7 @@
 // and FEC if given) bound to one socket. A thin layer: it feeds datagrams and
 // the time to the state machine and sets one timer for its next deadline;
 // datagrams move through a batched net::UdpEndpoint.
-// Runs on one loop.
+// Runs on one executor (a loop, or a strand of a thread pool): the socket's.
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -34,11 +36,18 @@ class ArqChannel {
   using Done = std::function<void(const std::string& error)>;  // empty: success
 
   // `peer` unset: a listener; the source of the first valid data packet of the
-  // receiver's conversation becomes the peer.
-  ArqChannel(boost::asio::io_context& loop, boost::asio::ip::udp::socket socket,
+  // receiver's conversation becomes the peer. `socket` must have been made on
+  // `executor`, where every handler of the channel then runs (throws
+  // std::invalid_argument otherwise: its timer and its datagrams would race).
+  ArqChannel(const boost::asio::any_io_executor& executor, boost::asio::ip::udp::socket socket,
              std::optional<boost::asio::ip::udp::endpoint> peer, const SenderConfig& sender,
              const ReceiverConfig& receiver, MessageHandler on_message,
              std::optional<FecConfig> fec = std::nullopt);
+  ArqChannel(boost::asio::io_context& loop, boost::asio::ip::udp::socket socket,
+             std::optional<boost::asio::ip::udp::endpoint> peer, const SenderConfig& sender,
+             const ReceiverConfig& receiver, MessageHandler on_message,
+             std::optional<FecConfig> fec = std::nullopt)
+      : ArqChannel(loop.get_executor(), std::move(socket), peer, sender, receiver, std::move(on_message), fec) {}
 
   void start();
   // False when the sender refuses (buffer full, too large, closed, peer dead).

@@ -34,15 +34,20 @@ class MetricsEndpoint {
   // Called on the loop of the scraping connection; answers when it can.
   using Collect = std::function<void(Answer answer)>;
 
-  // Binds and listens now (throws boost::system::system_error when the address is taken).
-  MetricsEndpoint(boost::asio::io_context& accept_loop, net::LoopPool& workers,
+  // Binds and listens now (throws boost::system::system_error when the address
+  // is taken). Accepts on `accept_executor` (a loop, or a strand of a thread
+  // pool); start() and shutdown() are called there.
+  MetricsEndpoint(const boost::asio::any_io_executor& accept_executor, net::LoopPool& workers,
                   const boost::asio::ip::tcp::endpoint& endpoint, Collect collect, Limits limits = {});
+  MetricsEndpoint(boost::asio::io_context& accept_loop, net::LoopPool& workers,
+                  const boost::asio::ip::tcp::endpoint& endpoint, Collect collect, Limits limits = {})
+      : MetricsEndpoint(accept_loop.get_executor(), workers, endpoint, std::move(collect), limits) {}
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
 
   boost::asio::ip::tcp::endpoint local_endpoint() const { return server_.local_endpoint(); }
   void start() { server_.start(); }
-  // Stops accepting and closes its connections (on the accept loop).
+  // Stops accepting and closes its connections (on the accept executor).
   void shutdown() { server_.shutdown(std::chrono::milliseconds(1000)); }
 
   std::uint64_t scrapes() const noexcept { return scrapes_.load(std::memory_order_relaxed); }

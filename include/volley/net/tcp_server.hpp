@@ -35,8 +35,13 @@ class TcpServer {
 
   // Binds and listens at once: a taken port fails here (throws boost::system::system_error).
   // `limits`: every connection's bound on output queued for a peer that does not read.
+  // Accepts on `accept_executor`: a loop, or a strand of a thread pool.
+  TcpServer(const boost::asio::any_io_executor& accept_executor, LoopPool& workers,
+            const boost::asio::ip::tcp::endpoint& endpoint, HandlerFactory factory, ConnectionLimits limits = {},
+            TransportFactory transport = {});
   TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
-            HandlerFactory factory, ConnectionLimits limits = {}, TransportFactory transport = {});
+            HandlerFactory factory, ConnectionLimits limits = {}, TransportFactory transport = {})
+      : TcpServer(accept_loop.get_executor(), workers, endpoint, std::move(factory), limits, std::move(transport)) {}
   TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
             SocketAdopter adopter);
   TcpServer(const TcpServer&) = delete;
@@ -58,7 +63,7 @@ class TcpServer {
   // Stops accepting and closes every connection gracefully, each on its loop;
   // a connection still not closed after `deadline` (a peer that stopped
   // reading keeps a flush from ever finishing) is aborted, its unsent bytes
-  // reported in its CloseReason. Call on the accept loop. The worker loops
+  // reported in its CloseReason. Call on the accept executor. The worker loops
   // run until every connection is closed, `deadline` at the most.
   static constexpr std::chrono::milliseconds kDefaultShutdownDeadline{5000};
   void shutdown(std::chrono::milliseconds deadline = kDefaultShutdownDeadline);
@@ -71,7 +76,6 @@ class TcpServer {
   std::vector<std::shared_ptr<TcpConnection>> live_on(std::size_t worker);
   void adopt(std::size_t worker, boost::asio::ip::tcp::socket socket);
 
-  boost::asio::io_context& accept_loop_;
   LoopPool& workers_;
   boost::asio::ip::tcp::acceptor acceptor_;
   // Out of descriptors, a pending connection keeps the listener readable, so

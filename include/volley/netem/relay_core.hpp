@@ -2,13 +2,16 @@
 // The part every relay shares: the two directions of an impaired link (up:
 // towards the forward side, down: back), the clock that feeds them, and the one
 // timer that releases packets when they are due. The relays only move bytes
-// between their sockets and this core. Runs on one loop.
+// between their sockets and this core. Runs on one executor: a loop, or a
+// strand of a thread pool.
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
 #include <vector>
 
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <volley/netem/link_model.hpp>
@@ -23,8 +26,11 @@ class RelayCore {
   using ArrivalObserver =
       std::function<void(bool up, std::span<const std::byte> bytes, std::uint64_t tag, const Admission& admission)>;
 
+  RelayCore(const boost::asio::any_io_executor& executor, const Impairment& up, const Impairment& down,
+            std::uint64_t seed, Sink up_sink, Sink down_sink);
   RelayCore(boost::asio::io_context& loop, const Impairment& up, const Impairment& down, std::uint64_t seed,
-            Sink up_sink, Sink down_sink);
+            Sink up_sink, Sink down_sink)
+      : RelayCore(loop.get_executor(), up, down, seed, std::move(up_sink), std::move(down_sink)) {}
 
   void submit_up(std::vector<std::byte> bytes, std::uint64_t tag) { submit(up_, std::move(bytes), tag); }
   void submit_down(std::vector<std::byte> bytes, std::uint64_t tag) { submit(down_, std::move(bytes), tag); }

@@ -20,9 +20,13 @@ int open_tun(const std::string& name, std::string& error);
 
 class TunRelay {
  public:
-  // Takes ownership of the two descriptors.
+  // Takes ownership of the two descriptors. Runs on `executor` (a loop, or a
+  // strand of a thread pool): call start(), stop() and the accessors there.
+  TunRelay(const boost::asio::any_io_executor& executor, int fd_a, int fd_b, const Impairment& up,
+           const Impairment& down, std::uint64_t seed);
   TunRelay(boost::asio::io_context& loop, int fd_a, int fd_b, const Impairment& up, const Impairment& down,
-           std::uint64_t seed);
+           std::uint64_t seed)
+      : TunRelay(loop.get_executor(), fd_a, fd_b, up, down, seed) {}
   ~TunRelay();
   TunRelay(const TunRelay&) = delete;
   TunRelay& operator=(const TunRelay&) = delete;

@@ -42,10 +42,16 @@ struct RelayClientCounts {
 
 class UdpRelay {
  public:
-  // Binds at once; throws boost::system::system_error when it cannot.
-  UdpRelay(boost::asio::io_context& loop, const boost::asio::ip::udp::endpoint& listen,
+  // Binds at once; throws boost::system::system_error when it cannot. Every
+  // socket, timer and handler of the relay runs on `executor` (a loop, or a
+  // strand of a thread pool): call start(), stop() and the accessors there.
+  UdpRelay(const boost::asio::any_io_executor& executor, const boost::asio::ip::udp::endpoint& listen,
            const boost::asio::ip::udp::endpoint& forward, const Impairment& up, const Impairment& down,
            std::uint64_t seed, RelayLimits limits = {});
+  UdpRelay(boost::asio::io_context& loop, const boost::asio::ip::udp::endpoint& listen,
+           const boost::asio::ip::udp::endpoint& forward, const Impairment& up, const Impairment& down,
+           std::uint64_t seed, RelayLimits limits = {})
+      : UdpRelay(loop.get_executor(), listen, forward, up, down, seed, limits) {}
 
   boost::asio::ip::udp::endpoint local_endpoint() const { return listen_.local_endpoint(); }
   void start();
@@ -87,7 +93,7 @@ class UdpRelay {
   void record_departure(bool up, const Departure& d);
   void from_client(std::span<const std::byte> datagram, const boost::asio::ip::udp::endpoint& client);
 
-  boost::asio::io_context& loop_;
+  boost::asio::any_io_executor executor_;
   std::shared_ptr<net::UdpReceiveBuffers> buffers_;  // every socket's receives: one set, not one per client
   net::UdpEndpoint listen_;
   boost::asio::ip::udp::endpoint forward_;

@@ -52,8 +52,8 @@ constexpr auto kInitiatorWait = std::chrono::seconds(20);
 }  // namespace
 
 struct SctpChannel::State {
-  State(asio::io_context& loop, udp::socket s, std::optional<udp::endpoint> p, MessageHandler handler)
-      : socket(std::move(s)), timer(loop), peer(p), on_message(std::move(handler)), buffer(65536), message_buffer(65536) {}
+  State(const asio::any_io_executor& executor, udp::socket s, std::optional<udp::endpoint> p, MessageHandler handler)
+      : socket(std::move(s)), timer(executor), peer(p), on_message(std::move(handler)), buffer(65536), message_buffer(65536) {}
 
   udp::socket socket;
   asio::steady_timer timer;
@@ -320,11 +320,13 @@ struct SctpChannel::State {
   }
 };
 
-SctpChannel::SctpChannel(asio::io_context& loop, udp::socket socket, std::optional<udp::endpoint> peer,
+SctpChannel::SctpChannel(const asio::any_io_executor& executor, udp::socket socket, std::optional<udp::endpoint> peer,
                          MessageHandler on_message) {
+  if (socket.get_executor() != executor)
+    throw std::invalid_argument("SctpChannel: the socket was made on another executor than the channel's");
   if (stack_taken().exchange(true))
     throw std::logic_error("one SctpChannel per process: libusrsctp keeps a single stack");
-  state_ = std::make_unique<State>(loop, std::move(socket), peer, std::move(on_message));
+  state_ = std::make_unique<State>(executor, std::move(socket), peer, std::move(on_message));
   try {
     state_->socket.non_blocking(true);
     usrsctp_init_nothreads(0, &State::output, nullptr);  // port 0: no UDP socket of its own

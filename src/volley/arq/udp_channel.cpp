@@ -1,16 +1,25 @@
 #include <volley/arq/udp_channel.hpp>
 
+#include <stdexcept>
 
 namespace volley::arq {
 
 namespace asio = boost::asio;
 using asio::ip::udp;
 
-ArqChannel::ArqChannel(asio::io_context& loop, udp::socket socket, std::optional<udp::endpoint> peer,
+namespace {
+udp::socket on_executor(udp::socket socket, const asio::any_io_executor& executor, const char* who) {
+  if (socket.get_executor() != executor)
+    throw std::invalid_argument(std::string(who) + ": the socket was made on another executor than the channel's");
+  return socket;
+}
+}  // namespace
+
+ArqChannel::ArqChannel(const asio::any_io_executor& executor, udp::socket socket, std::optional<udp::endpoint> peer,
                        const SenderConfig& sender, const ReceiverConfig& receiver, MessageHandler on_message,
                        std::optional<FecConfig> fec)
-    : udp_(std::move(socket)),
-      timer_(loop),
+    : udp_(on_executor(std::move(socket), executor, "ArqChannel")),
+      timer_(executor),
       peer_(peer),
       conversation_(receiver.conversation),
       endpoint_(sender, receiver, fec),

@@ -16,12 +16,12 @@ net::ConnectionLimits endpoint_limits() {
 }
 }  // namespace
 
-MetricsEndpoint::MetricsEndpoint(boost::asio::io_context& accept_loop, net::LoopPool& workers,
+MetricsEndpoint::MetricsEndpoint(const boost::asio::any_io_executor& accept_executor, net::LoopPool& workers,
                                  const boost::asio::ip::tcp::endpoint& endpoint, Collect collect, Limits limits)
     : collect_(std::move(collect)),
       handler_([this](const Request& request, Responder responder) { serve(request, std::move(responder)); }),
       server_(
-          accept_loop, workers, endpoint,
+          accept_executor, workers, endpoint,
           [this, limits](std::size_t) { return std::make_unique<ConnectionHandler>(handler_, limits, stats_); },
           endpoint_limits()) {
   // Scrapers are few; a flood of connections to this port must not take the

@@ -16,12 +16,12 @@ namespace volley::net {
 
 namespace asio = boost::asio;
 
-TcpServer::TcpServer(asio::io_context& accept_loop, LoopPool& workers, const asio::ip::tcp::endpoint& endpoint,
-                     HandlerFactory factory, ConnectionLimits limits, TransportFactory transport)
-    : accept_loop_(accept_loop),
-      workers_(workers),
-      acceptor_(accept_loop),
-      accept_pause_(accept_loop),
+TcpServer::TcpServer(const asio::any_io_executor& accept_executor, LoopPool& workers,
+                     const asio::ip::tcp::endpoint& endpoint, HandlerFactory factory, ConnectionLimits limits,
+                     TransportFactory transport)
+    : workers_(workers),
+      acceptor_(accept_executor),
+      accept_pause_(accept_executor),
       reserve_fd_(::open("/dev/null", O_RDONLY | O_CLOEXEC)),
       factory_(std::move(factory)),
       transport_(std::move(transport)),

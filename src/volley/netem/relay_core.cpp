@@ -9,13 +9,13 @@ namespace {
 constexpr std::uint64_t kDownSeedOffset = 0x9E3779B97F4A7C15ull;
 }  // namespace
 
-RelayCore::RelayCore(boost::asio::io_context& loop, const Impairment& up, const Impairment& down, std::uint64_t seed,
-                     Sink up_sink, Sink down_sink)
+RelayCore::RelayCore(const boost::asio::any_io_executor& executor, const Impairment& up, const Impairment& down,
+                     std::uint64_t seed, Sink up_sink, Sink down_sink)
     : up_(up, seed),
       down_(down, seed + kDownSeedOffset),
       up_sink_(std::move(up_sink)),
       down_sink_(std::move(down_sink)),
-      timer_(loop),
+      timer_(executor),
       origin_(std::chrono::steady_clock::now()) {}
 
 Nanos RelayCore::now() const {

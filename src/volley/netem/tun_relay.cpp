@@ -42,14 +42,14 @@ int open_tun(const std::string& name, std::string& error) {
   return fd;
 }
 
-TunRelay::TunRelay(asio::io_context& loop, int fd_a, int fd_b, const Impairment& up, const Impairment& down,
-                   std::uint64_t seed)
-    : a_(loop, fd_a),
-      b_(loop, fd_b),
-      ready_(loop),
+TunRelay::TunRelay(const asio::any_io_executor& executor, int fd_a, int fd_b, const Impairment& up,
+                   const Impairment& down, std::uint64_t seed)
+    : a_(executor, fd_a),
+      b_(executor, fd_b),
+      ready_(executor),
       buffer_(65536),
       core_(
-          loop, up, down, seed,
+          executor, up, down, seed,
           [this](Departure& d) {
             if (capture_) capture_->write(PcapWriter::Interface::sent, d.bytes, capture_comment(d));
             boost::system::error_code ec;

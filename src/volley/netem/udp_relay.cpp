@@ -69,16 +69,16 @@ std::vector<std::byte> ip_udp_packet(const udp::endpoint& from, const udp::endpo
 }
 }  // namespace
 
-UdpRelay::UdpRelay(asio::io_context& loop, const udp::endpoint& listen, const udp::endpoint& forward,
+UdpRelay::UdpRelay(const asio::any_io_executor& executor, const udp::endpoint& listen, const udp::endpoint& forward,
                    const Impairment& up, const Impairment& down, std::uint64_t seed, RelayLimits limits)
-    : loop_(loop),
+    : executor_(executor),
       buffers_(std::make_shared<net::UdpReceiveBuffers>(kBatch, kMaxDatagram)),
-      listen_(loop, listen, endpoint_options(buffers_)),
+      listen_(executor, listen, endpoint_options(buffers_)),
       forward_(forward),
       limits_(limits),
-      sweep_(loop),
+      sweep_(executor),
       core_(
-          loop, up, down, seed,
+          executor, up, down, seed,
           [this](Departure& d) {
             Session* s = session_of(d.tag);
             if (s == nullptr) return;
@@ -176,7 +176,7 @@ std::optional<std::uint64_t> UdpRelay::session_for(const udp::endpoint& client) 
   };
   if (by_client_.size() >= limits_.max_clients) return refuse(fmt::format("{} clients already", limits_.max_clients));
 
-  udp::socket socket(loop_);
+  udp::socket socket(executor_);
   boost::system::error_code ec;
   socket.open(forward_.protocol(), ec);
   if (!ec) socket.non_blocking(true, ec);
