@@ -5,8 +5,10 @@ Volley's echo server, samples of the two interleaved in one run. The
 pipelined echo (32-byte messages, 1000 in flight per client) with one
 client, with three (two worker loops then carry two and one: uneven), with
 100, over TCP and TLS; UDP (a socket per worker on one port); true round trips; the RPC round trip; the gNB
-target fed by the generator. Ratios are thread pool / loop
-per thread. Markdown on stdout, every sample in bench/results/design.json."""
+target fed by the generator; the netem relay (one serialized link: a loop of
+its own, or a strand of a loop two threads run) with a UDP echo server behind
+it. Ratios are thread pool / loop per thread. Markdown on stdout, every sample
+in bench/results/design.json."""
 import json
 import os
 import subprocess
@@ -58,6 +60,44 @@ def rpc_sample(bindir, design, cpus):
     if out.returncode != 0:
         sys.exit(f"rpc-bench failed: {out.stderr}")
     return json.loads(out.stdout)["results"][0]["rtt_ns"]["p50"] / 1e3
+
+
+def echo_row(name, place, samples, rtt):
+    """One table row of echo-client samples per design: the round trip's p50, or messages per second."""
+    for d in DESIGNS:
+        for x in samples[d]:
+            if x["errors"] or x["mismatched_bytes"]:
+                print(f"<!-- {name}, {d}: {x['errors']} errors, {x['mismatched_bytes']} bytes mismatched -->")
+    if rtt:
+        lpt, tp = (median([x["rtt_ns"]["p50"] / 1e3 for x in samples[d]]) for d in DESIGNS)
+        print(f"| {name}, p50 | {place} | {lpt:.1f} us | {tp:.1f} us | {tp / lpt:.2f} (lower is better) |", flush=True)
+    else:
+        lpt, tp = (median([x["msgs_per_s"] for x in samples[d]]) for d in DESIGNS)
+        print(f"| {name} | {place} | {lpt:,.0f} msgs/s | {tp:,.0f} msgs/s | {tp / lpt:.2f} |", flush=True)
+
+
+def netem_sample(bindir, design, args):
+    """The UDP echo client through `volley netem` (no impairment) to a one-loop UDP echo server."""
+    echo = ServerProcess([f"{bindir}/volley", "echo-server", "--proto", "udp", "-p", "0", "-t", "1", "--no-progress"],
+                         None, port_from_stdout=True)
+    relay = ServerProcess([f"{bindir}/volley", "netem", "--listen", "127.0.0.1:0", "--forward",
+                           f"127.0.0.1:{echo.port}", "--design", design, "--no-progress"]
+                          + (["--threads", "2"] if design == "thread-pool" else []), None, port_from_stdout=True)
+    result = client(bindir, None, relay.port, args, "udp")
+    relay.stop()
+    echo.stop()
+    return result
+
+
+def netem_rows(bindir, record):
+    for name, args, rtt in (("netem relay, UDP echo behind it, 8 clients x 10 in flight", ["-c", "8", "-m", "10"], False),
+                            ("netem relay, UDP round trip, 1 client", ["-c", "1", "--rtt"], True)):
+        samples = {d: [] for d in DESIGNS}
+        for _ in range(SAMPLES):
+            for design in DESIGNS:
+                samples[design].append(netem_sample(bindir, design, args))
+        record.append({"case": name, "placement": SHARED[0], **samples})
+        echo_row(name, SHARED[0], samples, rtt)
 
 
 def rpc_rows(bindir, record):
@@ -117,21 +157,13 @@ def main():
                     s = server(bindir, scpu, design, threads, proto, certs)
                     samples[design].append(client(bindir, ccpu, s.port, args, proto, certs))
                     s.stop()
-            for d in DESIGNS:
-                for x in samples[d]:
-                    if x["errors"] or x["mismatched_bytes"]:
-                        print(f"<!-- {name}, {d}: {x['errors']} errors, {x['mismatched_bytes']} bytes mismatched -->")
             record.append({"case": name, "placement": place, **samples})
-            if rtt:
-                lpt, tp = (median([x["rtt_ns"]["p50"] / 1e3 for x in samples[d]]) for d in DESIGNS)
-                print(f"| {name}, p50 | {place} | {lpt:.1f} us | {tp:.1f} us | {tp / lpt:.2f} (lower is better) |",
-                      flush=True)
-            else:
-                lpt, tp = (median([x["msgs_per_s"] for x in samples[d]]) for d in DESIGNS)
-                print(f"| {name} | {place} | {lpt:,.0f} msgs/s | {tp:,.0f} msgs/s | {tp / lpt:.2f} |", flush=True)
+            echo_row(name, place, samples, rtt)
     if not only:
         rpc_rows(bindir, record)
         target_rows(bindir, record)
+    if not only or only in "netem":
+        netem_rows(bindir, record)
     print()
     os.makedirs("bench/results", exist_ok=True)
     with open("bench/results/design.json" if not only else "bench/results/design-partial.json", "w") as f:

@@ -4,6 +4,7 @@
 # (198.18.0.0/15 is reserved for benchmarking, never routed outside).
 #
 #   scripts/netem-tun.sh start [--name N] [--up '...'] [--down '...'] [--seed S] [--bin DIR]
+#                              [--design loop-per-thread|thread-pool] [--threads T]
 #   scripts/netem-tun.sh stop  [--name N]          (prints the relay's final counters as JSON)
 #   scripts/netem-tun.sh run   [same options] -- COMMAND ARGS...
 #
@@ -19,6 +20,8 @@ name=volley-netem
 up=""
 down=""
 seed=1
+design=loop-per-thread
+threads=()
 bin="$(cd "$(dirname "$0")/.." && pwd)/build/bin"
 command=()
 while [[ $# -gt 0 ]]; do
@@ -28,6 +31,8 @@ while [[ $# -gt 0 ]]; do
     --down) down=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
+    --design) design=$2; shift 2 ;;
+    --threads) threads=(--threads "$2"); shift 2 ;;
     --) shift; command=("$@"); break ;;
     *) echo "netem-tun: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -74,7 +79,7 @@ start_link() {
   ip netns add "$ns_b"
   # The relay creates the devices in this namespace; they keep its descriptors when moved.
   "$bin/volley" netem tun --dev-a "$dev_a" --dev-b "$dev_b" --up "$up" --down "$down" --seed "$seed" \
-    --no-progress --json --ready-file "$state/ready" >"$state/relay.json" 2>"$state/relay.log" &
+    --design "$design" "${threads[@]}" --no-progress --json --ready-file "$state/ready" >"$state/relay.json" 2>"$state/relay.log" &
   echo $! >"$state/pid"
   for _ in $(seq 100); do [[ -s "$state/ready" ]] && break; kill -0 "$(cat "$state/pid")" 2>/dev/null || break; sleep 0.05; done
   if [[ ! -s "$state/ready" ]]; then cat "$state/relay.log" >&2; false; fi

@@ -1,12 +1,17 @@
 // ARQ over real UDP sockets: volley arq-send -> volley netem (lossy) -> volley arq-recv.
 #include <csignal>
+#include <future>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/udp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 
 #include <volley/arq/packet.hpp>
@@ -37,7 +42,11 @@ struct RelayCase {
   std::string protocol;
   std::vector<std::string> send_flags;  // besides the common ones
   bool echo = false;
+  bool thread_pool = false;  // the relay and the receiver in the thread-pool design, on two threads
 };
+
+// Test names and failures show the case's name, not its bytes.
+void PrintTo(const RelayCase& c, std::ostream* out) { *out << c.name; }
 
 class ArqOverRelay : public ::testing::TestWithParam<RelayCase> {};
 
@@ -50,14 +59,17 @@ TEST_P(ArqOverRelay, DeliversEverythingIntactAndInOrderThroughALossyRelay) {
                                      dir.file("recv.port"), "--protocol", c.protocol, "--window", "32", "--csv",
                                      dir.file("delivered.csv"), "--json"};
   if (c.echo) recv_args.push_back("--echo");
+  const std::vector<std::string> design{"--design", "thread-pool", "--threads", "2"};
+  if (c.thread_pool) recv_args.insert(recv_args.end(), design.begin(), design.end());
   ChildProcess recv(recv_args, dir.file("recv"));
   const int recv_port = wait_for_port_file(dir.file("recv.port"), recv);
   ASSERT_GT(recv_port, 0) << recv.stderr_text();
-  ChildProcess relay({bin("volley"), "netem", "--listen", "127.0.0.1:0", "--forward",
-                      "127.0.0.1:" + std::to_string(recv_port), "--up", "delay 2ms loss 10% duplicate 2% corrupt 2%",
-                      "--down", "delay 2ms loss 10%", "--seed", "5", "--json", "--no-progress", "--port-file",
-                      dir.file("relay.port")},
-                     dir.file("relay"));
+  std::vector<std::string> relay_args{bin("volley"), "netem", "--listen", "127.0.0.1:0", "--forward",
+                                      "127.0.0.1:" + std::to_string(recv_port), "--up",
+                                      "delay 2ms loss 10% duplicate 2% corrupt 2%", "--down", "delay 2ms loss 10%",
+                                      "--seed", "5", "--json", "--no-progress", "--port-file", dir.file("relay.port")};
+  if (c.thread_pool) relay_args.insert(relay_args.end(), design.begin(), design.end());
+  ChildProcess relay(relay_args, dir.file("relay"));
   const int relay_port = wait_for_port_file(dir.file("relay.port"), relay);
   ASSERT_GT(relay_port, 0) << relay.stderr_text();
 
@@ -78,8 +90,11 @@ TEST_P(ArqOverRelay, DeliversEverythingIntactAndInOrderThroughALossyRelay) {
   for (std::size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], i);
   const auto r = boost::json::parse(report_text(recv.stdout_text())).as_object();
   EXPECT_EQ(u64(r.at("damaged_messages")), 0u);
+  EXPECT_EQ(r.at("design").as_string(), c.thread_pool ? "thread-pool" : "loop-per-thread");
+  EXPECT_EQ(u64(r.at("threads")), c.thread_pool ? 2u : 1u);
   EXPECT_EQ(u64(r.at("delay").at("count")), static_cast<std::uint64_t>(count));
   const auto n = boost::json::parse(report_text(relay.stdout_text())).as_object();
+  EXPECT_EQ(n.at("design").as_string(), c.thread_pool ? "thread-pool" : "loop-per-thread");
   EXPECT_GT(u64(n.at("up").at("lost")), 0u);  // the link really lost packets
   EXPECT_GT(u64(n.at("up").at("corrupted")), 0u);
   const auto s = boost::json::parse(send.stdout_text()).as_object();
@@ -101,7 +116,9 @@ INSTANTIATE_TEST_SUITE_P(Schemes, ArqOverRelay,
                          ::testing::Values(RelayCase{"sr", "sr", {}}, RelayCase{"gbn", "gbn", {}},
                                            RelayCase{"saw", "saw", {}}, RelayCase{"sr_fec", "sr", {"--fec", "4:1"}},
                                            RelayCase{"sr_fec_adaptive_echo", "sr", {"--fec", "adaptive"}, true},
-                                           RelayCase{"sctp", "sctp", {}}, RelayCase{"sctp_echo", "sctp", {}, true}),
+                                           RelayCase{"sctp", "sctp", {}}, RelayCase{"sctp_echo", "sctp", {}, true},
+                                           RelayCase{"sr_echo_thread_pool", "sr", {}, true, true},
+                                           RelayCase{"sctp_echo_thread_pool", "sctp", {}, true, true}),
                          [](const auto& info) { return info.param.name; });
 
 // A listener used to take the first packet with a valid checksum as its peer,
@@ -149,6 +166,67 @@ TEST(ArqChannel, AStrayPacketCannotCaptureAListener) {
   EXPECT_EQ(delivered.front(), "message 0");
   EXPECT_EQ(delivered.back(), "message 49");
   EXPECT_EQ(listener.stats().foreign_datagrams, 3u);
+}
+
+// Two channels on two strands of one io_context that two threads run: each
+// channel's socket, timer and state machine stay on its strand, so every
+// message arrives once and in order however the threads take the handlers
+// (the ThreadSanitizer stage runs this).
+TEST(ThreadPoolDesign, ArqChannelsOnStrandsOfOnePoolDeliverEverythingInOrder) {
+  namespace asio = boost::asio;
+  using asio::ip::udp;
+  asio::io_context pool(2);
+  auto work = asio::make_work_guard(pool);
+  const asio::any_io_executor a = asio::make_strand(pool), b = asio::make_strand(pool);
+  const auto localhost = asio::ip::make_address("127.0.0.1");
+  const volley::arq::SenderConfig sender_config;
+  const volley::arq::ReceiverConfig receiver_config;
+  std::vector<std::string> delivered;  // on strand b
+  volley::arq::ArqChannel listener(b, udp::socket(b, udp::endpoint(localhost, 0)), std::nullopt, sender_config,
+                                   receiver_config, [&](std::span<const std::byte> m) {
+                                     delivered.emplace_back(reinterpret_cast<const char*>(m.data()), m.size());
+                                   });
+  volley::arq::ArqChannel sender(a, udp::socket(a, udp::endpoint(localhost, 0)), listener.local_endpoint(),
+                                 sender_config, receiver_config, [](std::span<const std::byte>) {});
+  constexpr int kMessages = 2000;
+  std::promise<std::string> outcome;
+  asio::post(b, [&] { listener.start(); });
+  asio::post(a, [&] {
+    sender.start();
+    for (int i = 0; i < kMessages; ++i) {
+      const std::string m = "message " + std::to_string(i);
+      if (!sender.send(std::as_bytes(std::span(m)))) return outcome.set_value("send refused at " + std::to_string(i));
+    }
+    sender.close([&](const std::string& error) { outcome.set_value(error); });
+  });
+  std::thread one([&] { pool.run(); }), two([&] { pool.run(); });
+  auto done = outcome.get_future();
+  const bool finished = done.wait_for(60s) == std::future_status::ready;
+  asio::post(a, [&] { sender.stop(); });
+  asio::post(b, [&] { listener.stop(); });
+  work.reset();
+  if (!finished) pool.stop();
+  one.join();
+  two.join();
+  ASSERT_TRUE(finished) << "the transfer did not finish";
+  EXPECT_EQ(done.get(), "");
+  ASSERT_EQ(delivered.size(), static_cast<std::size_t>(kMessages));
+  for (int i = 0; i < kMessages; ++i) ASSERT_EQ(delivered[static_cast<std::size_t>(i)], "message " + std::to_string(i));
+}
+
+// A channel's socket must be on the channel's executor: otherwise its
+// datagrams and its timer would run on different threads of a pool.
+TEST(ArqChannel, ASocketOnAnotherExecutorIsRefused) {
+  namespace asio = boost::asio;
+  using asio::ip::udp;
+  asio::io_context loop;
+  const asio::any_io_executor strand = asio::make_strand(loop);
+  EXPECT_THROW(volley::arq::ArqChannel(strand, udp::socket(loop, udp::endpoint(udp::v4(), 0)), std::nullopt, {}, {},
+                                       [](std::span<const std::byte>) {}),
+               std::invalid_argument);
+  EXPECT_THROW(volley::arq::SctpChannel(strand, udp::socket(loop, udp::endpoint(udp::v4(), 0)), std::nullopt,
+                                        [](std::span<const std::byte>) {}),
+               std::invalid_argument);
 }
 
 // libusrsctp keeps one stack per process: a second channel is refused with a

@@ -47,6 +47,21 @@ TEST(Cli, HelpListsEveryCommandAndFlag) {
     EXPECT_NE(gen.out.find(flag), std::string::npos) << flag;
 }
 
+// Every long-running server program runs in either design and serves its metrics.
+TEST(Cli, EveryServerProgramOffersBothDesignsAndAMetricsEndpoint) {
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"volley", "target"}, {"volley", "echo-server"}, {"volley", "pingpong-server"},
+        {"volley", "rpc-server"}, {"volley", "netem"}, {"volley", "netem", "tun"}, {"volley", "arq-recv"}}) {
+    std::vector<std::string> argv = command;
+    argv.push_back("--help");
+    const Result help = run(argv);
+    EXPECT_EQ(help.code, 0) << argv[1];
+    for (const char* text : {"--design", "loop-per-thread|thread-pool", "--metrics"})
+      EXPECT_NE(help.out.find(text), std::string::npos) << argv[1] << " " << (argv.size() > 3 ? argv[2] : "") << ": "
+                                                        << text;
+  }
+}
+
 TEST(Cli, GeneratorRejectsBadSpecsClearly) {
   struct Case {
     std::vector<std::string> args;

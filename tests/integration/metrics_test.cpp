@@ -269,15 +269,18 @@ TEST(Metrics, PingpongServerInTheThreadPoolDesignCountsEverySessionOnce) {
   EXPECT_LE(most, kClients * kMessages);
 }
 
+namespace {
 // The UDP relay: per-direction counters, labelled, equal to its final report.
-TEST(Metrics, NetemRelayCountsPerDirectionAsItsReportDoes) {
+// `design`: flags choosing how the relay runs.
+void netem_counts_per_direction_as_its_report_does(const std::vector<std::string>& design) {
   TempDir dir;
   boost::asio::io_context io;
   boost::asio::ip::udp::socket sink(io, {boost::asio::ip::make_address("127.0.0.1"), 0});  // where the relay forwards
-  ChildProcess relay({bin("volley"), "netem", "--listen", "127.0.0.1:0", "--forward",
-                      "127.0.0.1:" + std::to_string(sink.local_endpoint().port()), "--up", "loss 30%", "--seed", "7",
-                      "--json", "--no-progress", "--metrics", "127.0.0.1:0"},
-                     dir.file("relay"));
+  std::vector<std::string> argv{bin("volley"), "netem", "--listen", "127.0.0.1:0", "--forward",
+                                "127.0.0.1:" + std::to_string(sink.local_endpoint().port()), "--up", "loss 30%",
+                                "--seed", "7", "--json", "--no-progress", "--metrics", "127.0.0.1:0"};
+  argv.insert(argv.end(), design.begin(), design.end());
+  ChildProcess relay(argv, dir.file("relay"));
   const int mport = metrics_port(relay);
   ASSERT_GT(mport, 0) << relay.stdout_text() << relay.stderr_text();
   const std::string out = relay.stdout_text();
@@ -311,14 +314,25 @@ TEST(Metrics, NetemRelayCountsPerDirectionAsItsReportDoes) {
   EXPECT_EQ(field(up, "packets_out") + field(up, "lost"), static_cast<std::uint64_t>(kSent));
   EXPECT_EQ(metric_value(body, "volley_netem_packets_received_total{direction=\"down\"}"), 0);
 }
+}  // namespace
 
+TEST(Metrics, NetemRelayCountsPerDirectionAsItsReportDoes) { netem_counts_per_direction_as_its_report_does({}); }
+
+// The same with the relay and the scrapes sharing a pool of two threads.
+TEST(Metrics, NetemRelayInTheThreadPoolDesignCountsAsItsReportDoes) {
+  netem_counts_per_direction_as_its_report_does({"--design", "thread-pool", "--threads", "2"});
+}
+
+namespace {
 // The ARQ receiver: delivered messages and the one-way delay as a Prometheus
 // histogram, consistent within a scrape and never ahead of the final report.
-TEST(Metrics, ArqReceiverServesItsDelayHistogramDuringATransfer) {
+// `design`: flags choosing how the receiver runs.
+void arq_receiver_serves_its_delay_histogram(const std::vector<std::string>& design) {
   TempDir dir;
-  ChildProcess receiver({bin("volley"), "arq-recv", "--listen", "127.0.0.1:0", "--json", "--metrics", "127.0.0.1:0",
-                         "--port-file", dir.file("port")},
-                        dir.file("receiver"));
+  std::vector<std::string> argv{bin("volley"), "arq-recv", "--listen", "127.0.0.1:0", "--json", "--metrics",
+                                "127.0.0.1:0", "--port-file", dir.file("port")};
+  argv.insert(argv.end(), design.begin(), design.end());
+  ChildProcess receiver(argv, dir.file("receiver"));
   const int port = wait_for_port_file(dir.file("port"), receiver);
   ASSERT_GT(port, 0) << receiver.stderr_text();
   const int mport = metrics_port(receiver);
@@ -347,6 +361,13 @@ TEST(Metrics, ArqReceiverServesItsDelayHistogramDuringATransfer) {
   const auto report = boost::json::parse(report_text(receiver.stdout_text())).as_object();
   EXPECT_EQ(field(report.at("delay").as_object(), "count"), static_cast<std::uint64_t>(kCount));
   EXPECT_LE(delivered, kCount);
+}
+}  // namespace
+
+TEST(Metrics, ArqReceiverServesItsDelayHistogramDuringATransfer) { arq_receiver_serves_its_delay_histogram({}); }
+
+TEST(Metrics, ArqReceiverInTheThreadPoolDesignServesItsDelayHistogram) {
+  arq_receiver_serves_its_delay_histogram({"--design", "thread-pool", "--threads", "2"});
 }
 
 TEST(Metrics, TheFlagIsInTheHelpAndAnAddressThatIsNotOneIsRefused) {

@@ -105,22 +105,43 @@ std::vector<double> ping_ms(int port, int count, std::chrono::milliseconds timeo
   return rtts;
 }
 
-}  // namespace
-
-TEST(NetemRelay, WithoutImpairmentEveryDatagramArrivesIntact) {
+// 5000 datagrams of many sizes through a relay run with `args`, 32 at a time:
+// every one comes back intact, and the report counts each once per direction.
+boost::json::object relays_every_datagram_intact(const std::vector<std::string>& args) {
   TempDir dir;
   UdpEchoServer echo;
-  RunningRelay relay(dir, echo.port(), {});
-  ASSERT_NE(relay.port(), 0);
+  RunningRelay relay(dir, echo.port(), args);
+  if (relay.port() == 0) return {};
   const std::uint32_t n = 5000;
   const auto got = exchange(relay.port(), n, 32, 500ms);
-  ASSERT_EQ(got.size(), n);
-  for (const auto& [seq, bytes] : got) ASSERT_EQ(bytes, datagram(seq, 1 + (seq * 37) % 1400)) << seq;
-  const auto report = relay.stop();
+  EXPECT_EQ(got.size(), n);
+  std::size_t damaged = 0;
+  for (const auto& [seq, bytes] : got) damaged += bytes != datagram(seq, 1 + (seq * 37) % 1400) ? 1 : 0;
+  EXPECT_EQ(damaged, 0u);
+  auto report = relay.stop();
   EXPECT_EQ(u64(report.at("up").at("packets_in")), n);
   EXPECT_EQ(u64(report.at("up").at("packets_out")), n);
   EXPECT_EQ(u64(report.at("down").at("packets_out")), n);
   EXPECT_EQ(u64(report.at("send_failures")), 0u);
+  return report;
+}
+
+}  // namespace
+
+TEST(NetemRelay, WithoutImpairmentEveryDatagramArrivesIntact) {
+  const auto report = relays_every_datagram_intact({});
+  ASSERT_FALSE(report.empty());
+  EXPECT_EQ(report.at("design").as_string(), "loop-per-thread");
+  EXPECT_EQ(u64(report.at("threads")), 1u);
+}
+
+// The relay on a strand of a loop two threads run: the same datagrams, intact,
+// and the report says which design ran (the ThreadSanitizer stage runs this).
+TEST(ThreadPoolDesign, NetemRelaysEveryDatagramIntactOnTwoThreads) {
+  const auto report = relays_every_datagram_intact({"--design", "thread-pool", "--threads", "2", "--up", "delay 1ms"});
+  ASSERT_FALSE(report.empty());
+  EXPECT_EQ(report.at("design").as_string(), "thread-pool");
+  EXPECT_EQ(u64(report.at("threads")), 2u);
 }
 
 TEST(NetemRelay, AddsTheConfiguredDelayToTheRoundTrip) {
@@ -185,9 +206,21 @@ TEST(NetemRelay, BadArgumentsAreRefusedClearly) {
   EXPECT_NE(no_forward.stderr_text().find("--forward"), std::string::npos);
   ChildProcess bad_endpoint({bin("volley"), "netem", "--forward", "localhost"}, dir.file("c"));
   EXPECT_EQ(bad_endpoint.wait_for(10s).value_or(-1), 2);
+  // More threads than the one loop of the loop-per-thread design.
+  ChildProcess threads_without_pool({bin("volley"), "netem", "--forward", "127.0.0.1:9", "--threads", "2"},
+                                    dir.file("d"));
+  EXPECT_EQ(threads_without_pool.wait_for(10s).value_or(-1), 2);
+  EXPECT_NE(threads_without_pool.stderr_text().find("--threads 2 needs --design thread-pool"), std::string::npos);
+  ChildProcess no_such_design({bin("volley"), "netem", "--forward", "127.0.0.1:9", "--design", "fibers"},
+                              dir.file("e"));
+  EXPECT_NE(no_such_design.wait_for(10s).value_or(-1), 0);
+  EXPECT_NE(no_such_design.stderr_text().find("--design"), std::string::npos);
 }
 
-TEST(NetemTun, CarriesTcpThroughALossyCorruptingLinkIntact) {
+class NetemTun : public ::testing::TestWithParam<std::string> {};
+
+// The relay in either design (the parameter).
+TEST_P(NetemTun, CarriesTcpThroughALossyCorruptingLinkIntact) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   struct stat st{};
   if (::stat("/dev/net/tun", &st) != 0) GTEST_SKIP() << "no /dev/net/tun";
@@ -203,7 +236,7 @@ TEST(NetemTun, CarriesTcpThroughALossyCorruptingLinkIntact) {
   } teardown{script, name, dir.file("stop")};
 
   ChildProcess start({"/bin/bash", script, "start", "--name", name, "--bin", bin_dir, "--seed", "3", "--up",
-                      "delay 2ms loss 3% corrupt 1% duplicate 1%", "--down", "delay 2ms loss 3%"},
+                      "delay 2ms loss 3% corrupt 1% duplicate 1%", "--down", "delay 2ms loss 3%", "--design", GetParam()},
                      dir.file("start"));
   ASSERT_EQ(start.wait_for(60s).value_or(-1), 0) << start.stderr_text();
 
@@ -242,7 +275,14 @@ TEST(NetemTun, CarriesTcpThroughALossyCorruptingLinkIntact) {
   EXPECT_GT(u64(relay.at("up").at("lost")), 0u);
   EXPECT_GT(u64(relay.at("up").at("corrupted")), 0u);
   EXPECT_GT(u64(relay.at("down").at("lost")), 0u);
+  EXPECT_EQ(relay.at("design").as_string(), GetParam());
 }
+
+INSTANTIATE_TEST_SUITE_P(Designs, NetemTun, ::testing::Values("loop-per-thread", "thread-pool"), [](const auto& info) {
+  std::string name = info.param;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+});
 
 // Per-client state is bounded: past --max-clients a new source's datagrams are
 // dropped and counted (the relay used to open a socket for every source

@@ -21,6 +21,7 @@
 #include "json_output.hpp"
 #include "listening.hpp"
 #include "metrics_service.hpp"
+#include "program_loops.hpp"
 
 namespace volley::tools {
 
@@ -97,9 +98,11 @@ std::string recv_metrics_text(const std::vector<DeliveryRecord>& records, std::u
   return out.text();
 }
 
-int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags) {
-  if (auto e = check_arq_options(o); !e.empty()) {
-    fmt::print(stderr, "volley arq-recv: {}\n", e);
+int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const ProgramDesign& design) {
+  std::string problem = check_arq_options(o);
+  if (problem.empty()) problem = check_program_design(design);
+  if (!problem.empty()) {
+    fmt::print(stderr, "volley arq-recv: {}\n", problem);
     return 2;
   }
   const auto listen = parse_udp_endpoint(o.address);
@@ -107,7 +110,9 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags) {
     fmt::print(stderr, "volley arq-recv: --listen must be ADDRESS:PORT\n");
     return 2;
   }
-  asio::io_context loop(1);
+  // Everything here runs on loops.executor() but the metrics endpoint's connections.
+  ProgramLoops loops(design);
+  const auto& executor = loops.executor();
   std::vector<DeliveryRecord> records;
   std::uint64_t damaged = 0;  // a message whose filler is not what the sender wrote
   std::string error;
@@ -121,9 +126,9 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags) {
     records.push_back({s.seq, s.input_ns, arq::ArqChannel::now().count()});
     if (o.echo && !transport->send(m) && error.empty()) error = "echo refused: " + transport->error();
   };
-  asio::signal_set signals(loop, SIGINT, SIGTERM);
+  asio::signal_set signals(executor, SIGINT, SIGTERM);
   try {
-    transport = listen_transport(loop, o, *listen, record);
+    transport = listen_transport(executor, o, *listen, record);
   } catch (const std::exception& e) {
     fmt::print(stderr, "volley arq-recv: cannot listen on {}: {}\n", o.address, e.what());
     return 1;
@@ -132,14 +137,13 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags) {
   constexpr auto kLingerStep = std::chrono::milliseconds(100);
   constexpr auto kQuiet = std::chrono::milliseconds(500);
   constexpr auto kLingerMax = std::chrono::seconds(10);
-  // --metrics: served by a loop of its own; a scrape reads the counters on this loop.
-  net::LoopPool metrics_loop(1);
-  MetricsService metrics(loop, metrics_loop, metrics_flags, [&](http::MetricsEndpoint::Answer answer) {
-    asio::post(loop, [&, answer = std::move(answer)] {
+  // A scrape reads the counters on the channel's executor.
+  MetricsService metrics(executor, loops.metrics_workers(), metrics_flags, [&](http::MetricsEndpoint::Answer answer) {
+    asio::post(executor, [&, answer = std::move(answer)] {
       answer(recv_metrics_text(records, damaged, transport ? transport->datagrams_heard() : 0));
     });
   });
-  asio::steady_timer linger(loop);
+  asio::steady_timer linger(executor);
   std::uint64_t heard = 0;
   std::chrono::steady_clock::time_point quiet_since, linger_from;
   std::function<void(const boost::system::error_code&)> linger_step = [&](const boost::system::error_code& ec) {
@@ -174,22 +178,25 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags) {
     error = "interrupted";
     transport->stop();
     metrics.stop();
-    loop.stop();
+    loops.stop();
   });
   // Announced once the signal wait is in place, as every server program does.
   const auto local = transport->local_endpoint();
   announce_listening(transport->protocol(), local.address().to_string(), local.port(), o.port_file);
-  metrics_loop.start();
   metrics.start();
   if (!o.ready_file.empty()) std::ofstream(o.ready_file) << "ready\n";
-  loop.run();
-  metrics_loop.stop();  // after a signal the loop stopped at once: a scrape still open is simply dropped
-  metrics_loop.join();
+  loops.run();  // after a signal it stops at once: a scrape still open is simply dropped
 
   if (!o.csv.empty() && !o.echo) write_csv(o.csv, records);
   const DelayStats s = delay_stats(records);
-  boost::json::object report{{"tool", "volley arq-recv"}, {"protocol", o.protocol}, {"echo", o.echo},
-                             {"delay", to_json(s)},       {"damaged_messages", damaged}, {"error", error}};
+  boost::json::object report{{"tool", "volley arq-recv"},
+                             {"protocol", o.protocol},
+                             {"echo", o.echo},
+                             {"design", net::to_string(loops.design())},
+                             {"threads", loops.threads()},
+                             {"delay", to_json(s)},
+                             {"damaged_messages", damaged},
+                             {"error", error}};
   for (auto& [key, value] : transport->report()) report[key] = value;
   if (o.json) {
     fmt::print("{}\n", to_json_text(report));
@@ -264,7 +271,7 @@ int run_send(const ArqOptions& o) {
     });
   };
   try {
-    transport = connect_transport(loop, o, *to, on_echo);
+    transport = connect_transport(loop.get_executor(), o, *to, on_echo);
   } catch (const std::exception& e) {
     fmt::print(stderr, "volley arq-send: cannot reach {}: {}\n", o.address, e.what());
     return 1;
@@ -350,7 +357,9 @@ Runner add_arq_commands(CLI::App& app) {
   add_common(*recv, *o);
   auto metrics = std::make_shared<MetricsFlags>();
   add_metrics_flag(*recv, *metrics);
-  return [o, send, metrics]() { return send->parsed() ? run_send(*o) : run_recv(*o, *metrics); };
+  auto design = std::make_shared<ProgramDesign>();
+  add_program_design_flags(*recv, *design, "the channel's socket, timer and state machine");
+  return [o, send, metrics, design]() { return send->parsed() ? run_send(*o) : run_recv(*o, *metrics, *design); };
 }
 
 }  // namespace volley::tools

@@ -23,10 +23,10 @@ namespace {
 
 class ArqTransport final : public MessageTransport {
  public:
-  ArqTransport(asio::io_context& loop, const ArqOptions& o, udp::socket socket, std::optional<udp::endpoint> peer,
-               MessageHandler on_message) {
+  ArqTransport(const asio::any_io_executor& executor, const ArqOptions& o, udp::socket socket,
+               std::optional<udp::endpoint> peer, MessageHandler on_message) {
     const ArqConfigs c = make_configs(o);
-    channel_ = std::make_unique<arq::ArqChannel>(loop, std::move(socket), peer, c.sender, c.receiver,
+    channel_ = std::make_unique<arq::ArqChannel>(executor, std::move(socket), peer, c.sender, c.receiver,
                                                  std::move(on_message), c.fec);
     channel_->start();
   }
@@ -90,9 +90,9 @@ class ArqTransport final : public MessageTransport {
 
 class SctpTransport final : public MessageTransport {
  public:
-  SctpTransport(asio::io_context& loop, udp::socket socket, std::optional<udp::endpoint> peer,
+  SctpTransport(const asio::any_io_executor& executor, udp::socket socket, std::optional<udp::endpoint> peer,
                 MessageHandler on_message)
-      : channel_(loop, std::move(socket), peer, std::move(on_message)) {
+      : channel_(executor, std::move(socket), peer, std::move(on_message)) {
     channel_.start();
   }
   bool send(std::span<const std::byte> m) override { return channel_.send(m); }
@@ -124,7 +124,8 @@ class SctpTransport final : public MessageTransport {
 // Length-prefixed messages over one TCP connection: [length u32 BE][message].
 class TcpTransport final : public MessageTransport {
  public:
-  TcpTransport(asio::io_context& loop, MessageHandler on_message) : socket_(loop), on_message_(std::move(on_message)) {}
+  TcpTransport(const asio::any_io_executor& executor, MessageHandler on_message)
+      : socket_(executor), on_message_(std::move(on_message)) {}
 
   void connect(const udp::endpoint& to) {
     socket_.connect(tcp::endpoint(to.address(), to.port()));
@@ -254,29 +255,32 @@ class TcpTransport final : public MessageTransport {
 
 }  // namespace
 
-std::unique_ptr<MessageTransport> connect_transport(asio::io_context& loop, const ArqOptions& o,
-                                                    const udp::endpoint& to, MessageTransport::MessageHandler on_message) {
+std::unique_ptr<MessageTransport> connect_transport(const asio::any_io_executor& executor, const ArqOptions& o,
+                                                    const udp::endpoint& to,
+                                                    MessageTransport::MessageHandler on_message) {
   if (o.protocol == "tcp") {
-    auto t = std::make_unique<TcpTransport>(loop, std::move(on_message));
+    auto t = std::make_unique<TcpTransport>(executor, std::move(on_message));
     t->connect(to);
     return t;
   }
-  udp::socket socket(loop, udp::endpoint(to.protocol(), 0));
-  if (o.protocol == "sctp") return std::make_unique<SctpTransport>(loop, std::move(socket), to, std::move(on_message));
-  return std::make_unique<ArqTransport>(loop, o, std::move(socket), to, std::move(on_message));
+  udp::socket socket(executor, udp::endpoint(to.protocol(), 0));
+  if (o.protocol == "sctp")
+    return std::make_unique<SctpTransport>(executor, std::move(socket), to, std::move(on_message));
+  return std::make_unique<ArqTransport>(executor, o, std::move(socket), to, std::move(on_message));
 }
 
-std::unique_ptr<MessageTransport> listen_transport(asio::io_context& loop, const ArqOptions& o, const udp::endpoint& at,
+std::unique_ptr<MessageTransport> listen_transport(const asio::any_io_executor& executor, const ArqOptions& o,
+                                                   const udp::endpoint& at,
                                                    MessageTransport::MessageHandler on_message) {
   if (o.protocol == "tcp") {
-    auto t = std::make_unique<TcpTransport>(loop, std::move(on_message));
+    auto t = std::make_unique<TcpTransport>(executor, std::move(on_message));
     t->listen(at);
     return t;
   }
-  udp::socket socket(loop, at);
+  udp::socket socket(executor, at);
   if (o.protocol == "sctp")
-    return std::make_unique<SctpTransport>(loop, std::move(socket), std::nullopt, std::move(on_message));
-  return std::make_unique<ArqTransport>(loop, o, std::move(socket), std::nullopt, std::move(on_message));
+    return std::make_unique<SctpTransport>(executor, std::move(socket), std::nullopt, std::move(on_message));
+  return std::make_unique<ArqTransport>(executor, o, std::move(socket), std::nullopt, std::move(on_message));
 }
 
 }  // namespace volley::tools

@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include <boost/asio/io_context.hpp>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/json/object.hpp>
 
@@ -43,10 +43,12 @@ class MessageTransport {
 
 // The sending side connects to `to`; the receiving side listens on `at`.
 // Throws on a socket error.
-std::unique_ptr<MessageTransport> connect_transport(boost::asio::io_context& loop, const ArqOptions& options,
+std::unique_ptr<MessageTransport> connect_transport(const boost::asio::any_io_executor& executor,
+                                                    const ArqOptions& options,
                                                     const boost::asio::ip::udp::endpoint& to,
                                                     MessageTransport::MessageHandler on_message);
-std::unique_ptr<MessageTransport> listen_transport(boost::asio::io_context& loop, const ArqOptions& options,
+std::unique_ptr<MessageTransport> listen_transport(const boost::asio::any_io_executor& executor,
+                                                   const ArqOptions& options,
                                                    const boost::asio::ip::udp::endpoint& at,
                                                    MessageTransport::MessageHandler on_message);
 

@@ -19,14 +19,14 @@ void add_metrics_flag(CLI::App& cmd, MetricsFlags& flags) {
 }
 
 MetricsService::MetricsService(net::Server& server, const MetricsFlags& flags, http::MetricsEndpoint::Collect collect)
-    : MetricsService(server.control_loop(), server.workers(), flags, std::move(collect)) {}
+    : MetricsService(server.control_loop().get_executor(), server.workers(), flags, std::move(collect)) {}
 
-MetricsService::MetricsService(boost::asio::io_context& accept_loop, net::LoopPool& workers, const MetricsFlags& flags,
-                               http::MetricsEndpoint::Collect collect) {
+MetricsService::MetricsService(const boost::asio::any_io_executor& accept_executor, net::LoopPool& workers,
+                               const MetricsFlags& flags, http::MetricsEndpoint::Collect collect) {
   if (flags.at.empty()) return;
   const auto at = parse_udp_endpoint(flags.at);  // checked by the flag
   endpoint_ = std::make_unique<http::MetricsEndpoint>(
-      accept_loop, workers, boost::asio::ip::tcp::endpoint(at->address(), at->port()), std::move(collect));
+      accept_executor, workers, boost::asio::ip::tcp::endpoint(at->address(), at->port()), std::move(collect));
 }
 
 void MetricsService::start() {

@@ -31,10 +31,10 @@ class MetricsService {
  public:
   // Binds now when asked for (throws when the address is taken).
   MetricsService(net::Server& server, const MetricsFlags& flags, http::MetricsEndpoint::Collect collect);
-  // For a program without a net::Server (the UDP relays): accepting on
-  // `accept_loop`, serving on `workers` (a loop of the endpoint's own).
-  MetricsService(boost::asio::io_context& accept_loop, net::LoopPool& workers, const MetricsFlags& flags,
-                 http::MetricsEndpoint::Collect collect);
+  // For a program without a net::Server (ProgramLoops): accepting on
+  // `accept_executor`, where start() and stop() are called too, and serving on `workers`.
+  MetricsService(const boost::asio::any_io_executor& accept_executor, net::LoopPool& workers,
+                 const MetricsFlags& flags, http::MetricsEndpoint::Collect collect);
   // From the server's on_ready (after the listening line) and on_stop.
   void start();
   void stop();

@@ -24,6 +24,7 @@
 #include "json_output.hpp"
 #include "metrics_service.hpp"
 #include "listening.hpp"
+#include "program_loops.hpp"
 
 namespace volley::tools {
 namespace {
@@ -46,6 +47,7 @@ struct NetemOptions {
   std::size_t max_clients = 1024;
   double client_idle_s = 60;
   MetricsFlags metrics;
+  ProgramDesign design;
 };
 
 boost::json::object to_json(const LinkCounters& c) {
@@ -86,19 +88,20 @@ std::string metrics_text(const LinkCounters& up, const LinkCounters& down) {
   return out.text();
 }
 
-// Runs `relay` (UdpRelay or TunRelay) on this thread until a signal or --duration.
+// Runs `relay` (UdpRelay or TunRelay, made on loops.executor()) until a
+// signal or --duration. Everything here runs on that executor but the metrics
+// endpoint's connections, and a scrape reads the counters there.
 template <class Relay>
-int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const netem::Impairment& up,
+int serve(ProgramLoops& loops, Relay& relay, const NetemOptions& o, const netem::Impairment& up,
           const netem::Impairment& down, boost::json::object extra) {
   const auto start = Clock::now();
-  asio::steady_timer progress(loop), deadline(loop);
-  asio::signal_set signals(loop, SIGINT, SIGTERM);
-  asio::signal_set toggles(loop, SIGUSR1);  // cuts the link and restores it, to test a peer mid-run
+  const auto& executor = loops.executor();
+  asio::steady_timer progress(executor), deadline(executor);
+  asio::signal_set signals(executor, SIGINT, SIGTERM);
+  asio::signal_set toggles(executor, SIGUSR1);  // cuts the link and restores it, to test a peer mid-run
   bool stopping = false;
-  // --metrics: served by a loop of its own; a scrape reads the counters on the relay's loop.
-  net::LoopPool metrics_loop(1);
-  MetricsService metrics(loop, metrics_loop, o.metrics, [&loop, &relay](http::MetricsEndpoint::Answer answer) {
-    asio::post(loop, [&relay, answer = std::move(answer)] {
+  MetricsService metrics(executor, loops.metrics_workers(), o.metrics, [&executor, &relay](http::MetricsEndpoint::Answer answer) {
+    asio::post(executor, [&relay, answer = std::move(answer)] {
       answer(metrics_text(relay.core().up().counters(), relay.core().down().counters()));
     });
   });
@@ -156,7 +159,6 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
   if (extra.contains("port"))
     announce_listening("udp", boost::json::value_to<std::string>(extra.at("address")),
                        static_cast<std::uint16_t>(boost::json::value_to<std::uint64_t>(extra.at("port"))), o.port_file);
-  metrics_loop.start();
   metrics.start();
   if (!o.ready_file.empty()) {
     // UDP mode writes the port it listens on (useful with --listen ADDRESS:0).
@@ -164,9 +166,7 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
     std::ofstream(tmp) << (extra.contains("port") ? std::to_string(boost::json::value_to<std::uint64_t>(extra.at("port"))) : "ready") << '\n';
     std::rename(tmp.c_str(), o.ready_file.c_str());
   }
-  loop.run();
-  metrics_loop.release();
-  metrics_loop.join();
+  loops.run();
 
   const auto& u = relay.core().up().counters();
   const auto& d = relay.core().down().counters();
@@ -175,6 +175,8 @@ int serve(asio::io_context& loop, Relay& relay, const NetemOptions& o, const net
     extra["tool"] = "volley netem";
     extra["seconds"] = seconds_since(start);
     extra["seed"] = o.seed;
+    extra["design"] = net::to_string(loops.design());
+    extra["threads"] = loops.threads();
     extra["up_config"] = up.describe();
     extra["down_config"] = down.describe();
     extra["up"] = to_json(u);
@@ -242,21 +244,25 @@ int run_udp(const NetemOptions& o) {
                listen ? o.forward : o.listen);
     return 2;
   }
-  asio::io_context loop(1);
+  if (auto e = check_program_design(o.design); !e.empty()) {
+    fmt::print(stderr, "volley netem: {}\n", e);
+    return 2;
+  }
+  ProgramLoops loops(o.design);
   std::unique_ptr<netem::UdpRelay> relay;
   try {
     const netem::RelayLimits limits{
         .max_clients = o.max_clients,
         .client_idle = std::chrono::milliseconds(static_cast<std::int64_t>(o.client_idle_s * 1000))};
-    relay = std::make_unique<netem::UdpRelay>(loop, *listen, *forward, up, down, o.seed, limits);
+    relay = std::make_unique<netem::UdpRelay>(loops.executor(), *listen, *forward, up, down, o.seed, limits);
   } catch (const std::exception& e) {
     fmt::print(stderr, "volley netem: cannot listen on {}: {}\n", o.listen, e.what());
     return 1;
   }
   const auto local = relay->local_endpoint();
-  spdlog::info("netem: relaying udp {}:{} -> {}; up: {}; down: {}", local.address().to_string(), local.port(),
-               o.forward, up.describe(), down.describe());
-  return serve(loop, *relay, o, up, down,
+  spdlog::info("netem: relaying udp {}:{} -> {}; up: {}; down: {}; {} thread(s), {}", local.address().to_string(),
+               local.port(), o.forward, up.describe(), down.describe(), loops.threads(), net::to_string(loops.design()));
+  return serve(loops, *relay, o, up, down,
                {{"mode", "udp"},
                 {"listen", fmt::format("{}:{}", local.address().to_string(), local.port())},
                 {"address", local.address().to_string()},
@@ -267,6 +273,10 @@ int run_udp(const NetemOptions& o) {
 int run_tun(const NetemOptions& o) {
   netem::Impairment up, down;
   if (!parse_both(o, up, down)) return 2;
+  if (auto e = check_program_design(o.design); !e.empty()) {
+    fmt::print(stderr, "volley netem tun: {}\n", e);
+    return 2;
+  }
   std::string error;
   const int a = netem::open_tun(o.dev_a, error);
   const int b = a < 0 ? -1 : netem::open_tun(o.dev_b, error);
@@ -275,11 +285,11 @@ int run_tun(const NetemOptions& o) {
     fmt::print(stderr, "volley netem tun: {}\n", error);
     return 1;
   }
-  asio::io_context loop(1);
-  netem::TunRelay relay(loop, a, b, up, down, o.seed);
-  spdlog::info("netem: relaying between TUN {} and {}; up: {}; down: {}", o.dev_a, o.dev_b, up.describe(),
-               down.describe());
-  return serve(loop, relay, o, up, down, {{"mode", "tun"}, {"dev_a", o.dev_a}, {"dev_b", o.dev_b}});
+  ProgramLoops loops(o.design);
+  netem::TunRelay relay(loops.executor(), a, b, up, down, o.seed);
+  spdlog::info("netem: relaying between TUN {} and {}; up: {}; down: {}; {} thread(s), {}", o.dev_a, o.dev_b,
+               up.describe(), down.describe(), loops.threads(), net::to_string(loops.design()));
+  return serve(loops, relay, o, up, down, {{"mode", "tun"}, {"dev_a", o.dev_a}, {"dev_b", o.dev_b}});
 }
 
 void add_common(CLI::App& cmd, NetemOptions& o) {
@@ -292,6 +302,7 @@ void add_common(CLI::App& cmd, NetemOptions& o) {
       ->check(CLI::NonNegativeNumber);
   cmd.add_flag("--json", o.json, "Print the final counters as JSON on stdout");
   add_metrics_flag(cmd, o.metrics);
+  add_program_design_flags(cmd, o.design, "the relay's sockets, timers and link");
   cmd.add_flag("!--no-progress", o.progress, "Do not print counters each second on stderr");
   cmd.add_option("--pcap", o.pcap,
                  "Write a pcapng capture: every packet received (interface 'received') and sent on ('sent'), "

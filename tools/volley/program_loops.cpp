@@ -1,0 +1,72 @@
+#include "program_loops.hpp"
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/strand.hpp>
+#include <fmt/format.h>
+
+namespace volley::tools {
+
+namespace {
+constexpr std::size_t kDefaultPoolThreads = 2;
+
+std::size_t pool_threads(const ProgramDesign& flags) {
+  if (flags.design == net::Design::loop_per_thread) return 1;  // the metrics endpoint's loop
+  return flags.threads == 0 ? kDefaultPoolThreads : flags.threads;
+}
+}  // namespace
+
+void add_program_design_flags(CLI::App& cmd, ProgramDesign& flags, const char* object) {
+  cmd.add_option_function<std::string>(
+         "--design",
+         [&flags](const std::string& name) {
+           flags.design = name == "thread-pool" ? net::Design::thread_pool : net::Design::loop_per_thread;
+         },
+         fmt::format("loop-per-thread: {0} on one event loop, run by the main thread; thread-pool: the same on one strand "
+                     "of a loop run by --threads threads, so one thread can run it while another waits in the kernel",
+                     object))
+      ->check(CLI::IsMember({"loop-per-thread", "thread-pool"}))
+      ->option_text("loop-per-thread|thread-pool (default loop-per-thread)");
+  cmd.add_option("-t,--threads", flags.threads,
+                 fmt::format("Threads of the thread-pool design (default {}); the loop-per-thread design has one",
+                             kDefaultPoolThreads))
+      ->check(CLI::Range(1, 256));
+}
+
+std::string check_program_design(const ProgramDesign& flags) {
+  if (flags.design == net::Design::loop_per_thread && flags.threads > 1)
+    return fmt::format("--threads {} needs --design thread-pool: in the loop-per-thread design one loop runs it all",
+                       flags.threads);
+  return {};
+}
+
+ProgramLoops::ProgramLoops(const ProgramDesign& flags)
+    : design_(flags.design),
+      own_loop_(design_ == net::Design::loop_per_thread ? std::make_unique<boost::asio::io_context>(1) : nullptr),
+      pool_(pool_threads(flags), false, design_),
+      executor_(own_loop_ ? boost::asio::any_io_executor(own_loop_->get_executor())
+                          : boost::asio::any_io_executor(boost::asio::make_strand(pool_.loop(0)))) {}
+
+void ProgramLoops::run() {
+  pool_.start();
+  if (own_loop_) {
+    own_loop_->run();
+  }
+  // From here the threads return once their work is done (the metrics
+  // endpoint, shut down with the object, closes its connections first).
+  if (stopped_.load()) {
+    pool_.stop();
+  } else {
+    pool_.release();
+  }
+  pool_.join();
+}
+
+void ProgramLoops::stop() noexcept {
+  stopped_.store(true);
+  if (own_loop_) own_loop_->stop();
+  pool_.stop();
+}
+
+}  // namespace volley::tools
