@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
 
 namespace volley::netem {
 
@@ -116,7 +117,9 @@ void TunRelay::wait_for_packets() {
     waiting_ = false;
     if (stopped_) return close_devices();
     if (ec) {
+      // Nothing can be relayed without the wait: say so rather than go quiet.
       errors_.receive_errors += 1;
+      spdlog::error("netem tun: waiting for packets failed ({}): the relay stops relaying", ec.message());
       return;
     }
     // The next wait first, then the reads: Asio's epoll reactor registers the
