@@ -35,6 +35,7 @@ TEST(Cli, HelpListsEveryCommandAndFlag) {
   EXPECT_NE(top.out.find("target"), std::string::npos);
   EXPECT_NE(top.out.find("gen"), std::string::npos);
   EXPECT_NE(top.out.find("session-load"), std::string::npos);
+  EXPECT_NE(top.out.find("I/O backend of this build: "), std::string::npos) << top.out;
   const Result target = run({"volley", "target", "--help"});
   EXPECT_EQ(target.code, 0);
   for (const char* flag : {"--port", "--threads", "--handler", "--reply", "--json", "--no-progress", "--port-file",

@@ -35,7 +35,8 @@ namespace {
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
 
-bool waits_without_rearming(asio::ip::tcp::socket& socket) {
+// Unused where the edge wait is not built (Asio on io_uring).
+[[maybe_unused]] bool waits_without_rearming(asio::ip::tcp::socket& socket) {
   return net::detail::EdgeReadWait::make_for(socket) != nullptr;
 }
 

@@ -1,19 +1,16 @@
 // Says whether this process may use io_uring: the kernel may have it turned
 // off (kernel.io_uring_disabled) or a container's seccomp profile may forbid
-// it. The io_uring test stage runs only where this exits 0.
+// it. The io_uring test stage runs only where this exits 0. Built only with
+// VOLLEY_IO_URING, so the library's own check is the io_uring one.
 #include <cstdio>
-#include <cstring>
 
-#include <liburing.h>
+#include <volley/net/io_backend.hpp>
 
 int main() {
-  io_uring ring{};
-  const int rc = io_uring_queue_init(8, &ring, 0);
-  if (rc < 0) {
-    std::fprintf(stderr, "io_uring is not available to this process: %s\n", std::strerror(-rc));
+  if (const std::string problem = volley::net::io_backend_problem(); !problem.empty()) {
+    std::fprintf(stderr, "%s\n", problem.c_str());
     return 1;
   }
-  io_uring_queue_exit(&ring);
-  std::puts("io_uring is available");
+  std::printf("%s is available\n", volley::net::io_backend());
   return 0;
 }

@@ -13,10 +13,5 @@ int main(int argc, char** argv) {
   // Logs go to stderr: stdout carries the reports, JSON included.
   spdlog::set_default_logger(spdlog::stderr_color_mt("volley"));
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
-  try {
-    return run();
-  } catch (const std::exception& e) {
-    spdlog::critical("{}", e.what());
-    return 1;
-  }
+  return volley::tools::run_command(run);
 }

@@ -25,4 +25,10 @@ Runner add_session_load_command(CLI::App& app);
 // `volley gen` and the `traffic_generator` executable share this.
 Runner add_gen_options(CLI::App& app);
 
+// Runs `run`. An exception out of it is logged as critical and ends in status
+// 1; where this build's I/O backend cannot run here (io_uring forbidden), the
+// log says so and which build to use, since Asio's own error names only the
+// system call.
+int run_command(const Runner& run);
+
 }  // namespace volley::tools

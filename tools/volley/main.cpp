@@ -1,13 +1,20 @@
 // `volley`: one executable, one subcommand per tool.
+#include <string>
+#include <utility>
+
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <volley/net/io_backend.hpp>
 
 #include "commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"Volley: low-latency asynchronous messaging toolkit"};
   app.require_subcommand(1);
+  app.footer(std::string("I/O backend of this build: ") + volley::net::io_backend() +
+             " (Asio's; chosen when Volley is compiled, CMake option VOLLEY_IO_URING)");
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")->capture_default_str();
 
@@ -30,22 +37,22 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("volley"));
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
-  try {
-    if (app.got_subcommand("target")) return run_target();
-    if (app.got_subcommand("gen")) return run_gen();
-    if (app.got_subcommand("netem")) return run_netem();
-    if (app.got_subcommand("arq-send") || app.got_subcommand("arq-recv")) return run_arq();
-    if (app.got_subcommand("arq-bench")) return run_arq_bench();
-    if (app.got_subcommand("arq-sim")) return run_arq_sim();
-    if (app.got_subcommand("rpc-server") || app.got_subcommand("rpc-bench")) return run_rpc();
-    if (app.got_subcommand("pingpong-server")) return run_pingpong_server();
-    if (app.got_subcommand("pingpong")) return run_pingpong();
-    if (app.got_subcommand("echo-server")) return run_echo_server();
-    if (app.got_subcommand("echo-client")) return run_echo_client();
-    if (app.got_subcommand("session-load")) return run_session_load();
-  } catch (const std::exception& e) {
-    spdlog::critical("{}", e.what());
-    return 1;
-  }
+  const std::pair<const char*, const volley::tools::Runner*> commands[] = {
+      {"target", &run_target},
+      {"gen", &run_gen},
+      {"netem", &run_netem},
+      {"arq-send", &run_arq},
+      {"arq-recv", &run_arq},
+      {"arq-bench", &run_arq_bench},
+      {"arq-sim", &run_arq_sim},
+      {"rpc-server", &run_rpc},
+      {"rpc-bench", &run_rpc},
+      {"pingpong-server", &run_pingpong_server},
+      {"pingpong", &run_pingpong},
+      {"echo-server", &run_echo_server},
+      {"echo-client", &run_echo_client},
+      {"session-load", &run_session_load}};
+  for (const auto& [name, run] : commands)
+    if (app.got_subcommand(name)) return volley::tools::run_command(*run);
   return 2;
 }
