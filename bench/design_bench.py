@@ -90,8 +90,9 @@ def netem_sample(bindir, design, args):
 
 
 def netem_rows(bindir, record):
-    for name, args, rtt in (("netem relay, UDP echo behind it, 8 clients x 10 in flight", ["-c", "8", "-m", "10"], False),
-                            ("netem relay, UDP round trip, 1 client", ["-c", "1", "--rtt"], True)):
+    for name, args, rtt in (
+            ("netem relay, UDP echo behind it, 8 clients x 10 in flight", ["-c", "8", "-m", "10"], False),
+            ("netem relay, UDP round trip, 1 client", ["-c", "1", "--rtt"], True)):
         samples = {d: [] for d in DESIGNS}
         for _ in range(SAMPLES):
             for design in DESIGNS:

@@ -79,7 +79,8 @@ start_link() {
   ip netns add "$ns_b"
   # The relay creates the devices in this namespace; they keep its descriptors when moved.
   "$bin/volley" netem tun --dev-a "$dev_a" --dev-b "$dev_b" --up "$up" --down "$down" --seed "$seed" \
-    --design "$design" "${threads[@]}" --no-progress --json --ready-file "$state/ready" >"$state/relay.json" 2>"$state/relay.log" &
+    --design "$design" "${threads[@]}" --no-progress --json --ready-file "$state/ready" \
+    >"$state/relay.json" 2>"$state/relay.log" &
   echo $! >"$state/pid"
   for _ in $(seq 100); do [[ -s "$state/ready" ]] && break; kill -0 "$(cat "$state/pid")" 2>/dev/null || break; sleep 0.05; done
   if [[ ! -s "$state/ready" ]]; then cat "$state/relay.log" >&2; false; fi

@@ -236,7 +236,8 @@ TEST_P(NetemTun, CarriesTcpThroughALossyCorruptingLinkIntact) {
   } teardown{script, name, dir.file("stop")};
 
   ChildProcess start({"/bin/bash", script, "start", "--name", name, "--bin", bin_dir, "--seed", "3", "--up",
-                      "delay 2ms loss 3% corrupt 1% duplicate 1%", "--down", "delay 2ms loss 3%", "--design", GetParam()},
+                      "delay 2ms loss 3% corrupt 1% duplicate 1%", "--down", "delay 2ms loss 3%", "--design",
+                      GetParam()},
                      dir.file("start"));
   ASSERT_EQ(start.wait_for(60s).value_or(-1), 0) << start.stderr_text();
 

@@ -100,11 +100,12 @@ int serve(ProgramLoops& loops, Relay& relay, const NetemOptions& o, const netem:
   asio::signal_set signals(executor, SIGINT, SIGTERM);
   asio::signal_set toggles(executor, SIGUSR1);  // cuts the link and restores it, to test a peer mid-run
   bool stopping = false;
-  MetricsService metrics(executor, loops.metrics_workers(), o.metrics, [&executor, &relay](http::MetricsEndpoint::Answer answer) {
-    asio::post(executor, [&relay, answer = std::move(answer)] {
-      answer(metrics_text(relay.core().up().counters(), relay.core().down().counters()));
-    });
-  });
+  MetricsService metrics(executor, loops.metrics_workers(), o.metrics,
+                         [&executor, &relay](http::MetricsEndpoint::Answer answer) {
+                           asio::post(executor, [&relay, answer = std::move(answer)] {
+                             answer(metrics_text(relay.core().up().counters(), relay.core().down().counters()));
+                           });
+                         });
   auto stop = [&] {
     stopping = true;
     metrics.stop();
@@ -261,7 +262,8 @@ int run_udp(const NetemOptions& o) {
   }
   const auto local = relay->local_endpoint();
   spdlog::info("netem: relaying udp {}:{} -> {}; up: {}; down: {}; {} thread(s), {}", local.address().to_string(),
-               local.port(), o.forward, up.describe(), down.describe(), loops.threads(), net::to_string(loops.design()));
+               local.port(), o.forward, up.describe(), down.describe(), loops.threads(),
+               net::to_string(loops.design()));
   return serve(loops, *relay, o, up, down,
                {{"mode", "udp"},
                 {"listen", fmt::format("{}:{}", local.address().to_string(), local.port())},

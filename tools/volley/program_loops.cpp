@@ -23,8 +23,9 @@ void add_program_design_flags(CLI::App& cmd, ProgramDesign& flags, const char* o
          [&flags](const std::string& name) {
            flags.design = name == "thread-pool" ? net::Design::thread_pool : net::Design::loop_per_thread;
          },
-         fmt::format("loop-per-thread: {0} on one event loop, run by the main thread; thread-pool: the same on one strand "
-                     "of a loop run by --threads threads, so one thread can run it while another waits in the kernel",
+         fmt::format("loop-per-thread: {0} on one event loop, run by the main thread; thread-pool: the same on "
+                     "one strand of a loop run by --threads threads, so one thread can run it while another waits in "
+                     "the kernel",
                      object))
       ->check(CLI::IsMember({"loop-per-thread", "thread-pool"}))
       ->option_text("loop-per-thread|thread-pool (default loop-per-thread)");

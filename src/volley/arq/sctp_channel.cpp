@@ -53,7 +53,12 @@ constexpr auto kInitiatorWait = std::chrono::seconds(20);
 
 struct SctpChannel::State {
   State(const asio::any_io_executor& executor, udp::socket s, std::optional<udp::endpoint> p, MessageHandler handler)
-      : socket(std::move(s)), timer(executor), peer(p), on_message(std::move(handler)), buffer(65536), message_buffer(65536) {}
+      : socket(std::move(s)),
+        timer(executor),
+        peer(p),
+        on_message(std::move(handler)),
+        buffer(65536),
+        message_buffer(65536) {}
 
   udp::socket socket;
   asio::steady_timer timer;
