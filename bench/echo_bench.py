@@ -20,8 +20,9 @@ SAME = ("both on CPU 0", "0", "0")
 SHARED = ("unpinned (2 CPUs shared)", None, None)
 
 
-def volley_server(bindir, cpu, proto="tcp", threads=1, busy=False, certs=None):
-    argv = [f"{bindir}/volley", "echo-server", "--proto", proto, "-p", "0", "-t", str(threads), "--no-progress"]
+def volley_server(bindir, cpu, proto="tcp", threads=1, busy=False, certs=None, io="reactor"):
+    argv = [f"{bindir}/volley", "echo-server", "--proto", proto, "-p", "0", "-t", str(threads), "--no-progress",
+            "--io", io]
     if busy:
         argv.append("--busy-poll")
     if proto == "tls":

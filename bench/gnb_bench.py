@@ -46,13 +46,14 @@ def wait_for_file(path, proc, what, timeout=10.0):
     sys.exit(f"bench: {what} did not start")
 
 
-def run_volley(bindir, handler, mix, seconds, connections, target_threads, target_cpus, gen_cpus, gen_threads=None):
+def run_volley(bindir, handler, mix, seconds, connections, target_threads, target_cpus, gen_cpus, gen_threads=None,
+               io="reactor"):
     with tempfile.TemporaryDirectory() as tmp:
         port_file = os.path.join(tmp, "port")
         target = subprocess.Popen(
             pinned(target_cpus) + [f"{bindir}/volley", "target", "--bind", "127.0.0.1", "--port", "0",
                                    "--port-file", port_file, "--handler", handler, "--threads", str(target_threads),
-                                   "--json", "--no-progress"],
+                                   "--json", "--no-progress", "--io", io],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         port = wait_for_file(port_file, target, "volley target")
         gen_cmd = pinned(gen_cpus) + [f"{bindir}/traffic_generator", *MIXES[mix], "-t", str(seconds), "--port", port,

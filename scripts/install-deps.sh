@@ -19,7 +19,7 @@ required=(
   tshark
   # the HTTP load benchmark (bench/http_bench.py) drives the HTTP server with it
   wrk
-  # the raw io_uring echo baseline (bench/raw/raw_uring_echo)
+  # receiving through io_uring (volley::net, `--io uring`) and the raw io_uring echo baseline
   liburing-dev
 )
 

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <random>
 #include <thread>
 #include <utility>
@@ -74,6 +75,7 @@ std::vector<std::string> operator+(std::vector<std::string> a, const std::vector
 }  // namespace
 
 std::vector<std::string> subject_names() { return {"target", "pingpong-server", "rpc-server", "echo-server"}; }
+std::vector<std::string> io_uring_subject_names() { return {"target-io-uring", "echo-server-io-uring"}; }
 
 Subject subject(const std::string& name, Link link) {
   for (auto& s : subjects(link))
@@ -103,7 +105,7 @@ std::vector<Subject> subjects(Link link) {
   wire::store_u24_be(checked_lie.data(), 0xFFFFFF);  // 16 MiB, over the 1 MiB maximum
   Bytes rpc_lie(rpc::kHeaderSize);
   rpc::write_header(rpc_lie.data(), 9, 0x7FFFFFFF, 1);  // a body size over the 1 MiB maximum
-  return {
+  std::vector<Subject> list{
       {"target",
        with({"target", "--bind", "127.0.0.1", "--port", "0", "--json", "--no-progress", "--reply", "ack"}) + serve,
        gnb_control(1), gnb_lie,
@@ -170,6 +172,15 @@ std::vector<Subject> subjects(Link link) {
        },
        [](const boost::json::object&) -> std::optional<std::uint64_t> { return std::nullopt; }},
   };
+  if (link == Link::tcp) {
+    for (const std::string name : {"target", "echo-server"}) {
+      Subject s = *std::find_if(list.begin(), list.end(), [&](const Subject& each) { return each.name == name; });
+      s.name += "-io-uring";
+      s.server.insert(s.server.end(), {"--io", "uring"});
+      list.push_back(std::move(s));
+    }
+  }
+  return list;
 }
 
 std::string case_name(const std::string& subject, const std::string& abuse) {

@@ -34,9 +34,12 @@ struct Subject {
 
 // The four TCP server programs (target, pingpong-server, rpc-server,
 // echo-server), serving plain TCP or TLS, with their good clients over the same.
+// Over plain TCP also target and echo-server receiving through io_uring
+// (`--io uring`): "target-io-uring", "echo-server-io-uring".
 // (Built when a test runs: the TLS ones need the test certificates.)
 std::vector<Subject> subjects(Link link);
 std::vector<std::string> subject_names();
+std::vector<std::string> io_uring_subject_names();
 Subject subject(const std::string& name, Link link);
 
 struct Abuse {
@@ -70,9 +73,9 @@ void PrintTo(const Case<A>& c, std::ostream* os) {
 
 // Every subject with every abuse.
 template <class A>
-std::vector<Case<A>> every_case(const std::vector<A>& abuses) {
+std::vector<Case<A>> every_case(const std::vector<A>& abuses, const std::vector<std::string>& names = subject_names()) {
   std::vector<Case<A>> cases;
-  for (const auto& s : subject_names())
+  for (const auto& s : names)
     for (const auto& a : abuses) cases.push_back({s, a});
   return cases;
 }

@@ -100,6 +100,12 @@ TEST_P(Abused, StaysUpBoundedAndExactForAGoodClientAlongside) {
 
 INSTANTIATE_TEST_SUITE_P(Servers, Abused, testing::ValuesIn(every_case(abuses())),
                          [](const auto& info) { return case_name(info.param); });
+// The same abuse where the servers receive through io_uring (multishot
+// receives into the loop's shared buffers): a peer that never reads, or
+// resets mid-frame, must not hold buffers the good client needs.
+INSTANTIATE_TEST_SUITE_P(ServersReceivingThroughIoUring, Abused,
+                         testing::ValuesIn(every_case(abuses(), io_uring_subject_names())),
+                         [](const auto& info) { return case_name(info.param); });
 
 }  // namespace
 }  // namespace volley::test

@@ -247,8 +247,9 @@ int run_echo_server(const EchoServerOptions& o) {
   for (auto& u : udp) u->start();
   server.on_ready([&] {
     announce_listening(to_string(o.proto), o.listen.bind, port, o.listen.port_file);
-    spdlog::info("volley echo-server: {} on {}:{}, {} worker threads ({}){}", to_string(o.proto), o.listen.bind, port,
-                 workers.size(), net::to_string(o.design), o.busy_poll ? ", busy-poll" : "");
+    spdlog::info("volley echo-server: {} on {}:{}, {} worker threads ({}){}, receive path {}",
+                 to_string(o.proto), o.listen.bind, port, workers.size(), net::to_string(o.design),
+                 o.busy_poll ? ", busy-poll" : "", net::to_string(workers.receive_path()));
     metrics.start();
     if (o.progress) progress.start();
   });

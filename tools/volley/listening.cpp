@@ -39,6 +39,18 @@ void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
                  "Seconds a connection may pass with no byte either way before it is closed (0: never)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
+  cmd.add_option_function<std::string>(
+         "--io",
+         [&flags](const std::string& name) {
+           flags.receive = name == "uring" ? net::ReceivePath::io_uring : net::ReceivePath::reactor;
+         },
+         fmt::format("How plain TCP connections receive. reactor: the loop's reactor ({} in this build) says when "
+                     "a socket is readable, then the connection reads it; uring: each connection keeps a multishot "
+                     "receive in its loop's io_uring ring, into buffers the loop provides (Linux 6.1+, the "
+                     "loop-per-thread design; where io_uring cannot run, the server says why and uses the reactor)",
+                     net::io_backend()))
+      ->check(CLI::IsMember({"reactor", "uring"}))
+      ->option_text("reactor|uring (default reactor)");
 }
 
 void add_design_flag(CLI::App& cmd, net::Design& design) {
@@ -58,6 +70,7 @@ net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads,
           .port = flags.port,
           .threads = threads,
           .busy_poll = busy_poll,
+          .receive = flags.receive,
           .handle_signals = true,
           .shutdown_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.shutdown_timeout_s * 1000)),
           .connection_limits = {.high_water = flags.max_queued,

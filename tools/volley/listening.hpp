@@ -25,11 +25,12 @@ struct ListenFlags {
   double max_queued_timeout_s = 10;  // a peer that keeps a connection there this long is disconnected
   std::size_t max_connections = 0;   // 0: no limit
   double idle_timeout_s = 0;         // a connection with no byte either way this long is closed (0: never)
+  net::ReceivePath receive = net::ReceivePath::reactor;  // --io
 };
 
 // Adds -b/--bind, -p/--port, --port-file, --shutdown-timeout, --max-queued,
-// --max-queued-timeout, --max-connections and --idle-timeout to `cmd`, with
-// `flags` holding the defaults.
+// --max-queued-timeout, --max-connections, --idle-timeout and --io to `cmd`,
+// with `flags` holding the defaults.
 void add_listen_flags(CLI::App& cmd, ListenFlags& flags);
 
 // Adds --design loop-per-thread|thread-pool (net::LoopPool says what each is).

@@ -219,10 +219,12 @@ int run_server(const ServerOptions& o) {
   server.on_ready([&] {
     const auto local = server.local_endpoint();
     announce_listening(listening_proto(o.tls.tls, o.ws), local.address().to_string(), local.port(), o.listen.port_file);
-    spdlog::info("volley pingpong-server on {}:{} ({}, {} framing, {} worker threads ({}){}, heartbeat {} ms x {})",
-                 local.address().to_string(), local.port(), listening_proto(o.tls.tls, o.ws), flags.framing, server.threads(),
-                 net::to_string(o.design),
-                 o.busy_poll ? ", busy-poll" : "", flags.heartbeat_ms, flags.heartbeat_misses);
+    spdlog::info(
+        "volley pingpong-server on {}:{} ({}, {} framing, {} worker threads ({}){}, receive path {}, "
+        "heartbeat {} ms x {})",
+        local.address().to_string(), local.port(), listening_proto(o.tls.tls, o.ws), flags.framing, server.threads(),
+        net::to_string(o.design), o.busy_poll ? ", busy-poll" : "", net::to_string(server.workers().receive_path()),
+        flags.heartbeat_ms, flags.heartbeat_misses);
     metrics.start();
     if (o.progress) progress.start();
   });

@@ -121,8 +121,9 @@ int run_server(const RpcOptions& o) {
     announce_listening(listening_proto(o.server_tls.tls, o.ws), server.local_endpoint().address().to_string(), server.port(),
                        o.listen.port_file);
     metrics.start();
-    spdlog::info("volley rpc-server on {}:{} ({}, {} worker threads, {})", server.local_endpoint().address().to_string(),
-                 server.port(), listening_proto(o.server_tls.tls, o.ws), server.threads(), net::to_string(o.design));
+    spdlog::info("volley rpc-server on {}:{} ({}, {} worker threads, {}, receive path {})",
+                 server.local_endpoint().address().to_string(), server.port(), listening_proto(o.server_tls.tls, o.ws),
+                 server.threads(), net::to_string(o.design), net::to_string(server.workers().receive_path()));
   });
   server.on_stop([&] { metrics.stop(); });
   server.run();

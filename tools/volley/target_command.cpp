@@ -148,9 +148,11 @@ int run_target(const TargetOptions& o) {
   server.on_ready([&] {
     const auto local = server.local_endpoint();
     announce_listening(listening_proto(o.tls.tls, o.ws), local.address().to_string(), local.port(), o.listen.port_file);
-    spdlog::info("volley target listening on {}:{} ({} worker threads, {}, handler {}, reply {})",
+    spdlog::info("volley target listening on {}:{} ({}, {} worker threads, {}, receive path {}, handler {}, "
+                 "reply {})",
                  local.address().to_string(), local.port(), listening_proto(o.tls.tls, o.ws), server.threads(),
-                 net::to_string(o.design), to_string(o.handler), to_string(o.reply));
+                 net::to_string(o.design), net::to_string(server.workers().receive_path()), to_string(o.handler),
+                 to_string(o.reply));
     metrics.start();
     if (o.progress) progress.start();
   });

@@ -27,6 +27,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <volley/net/io_backend.hpp>
+
 namespace volley::net {
 
 enum class Design { loop_per_thread, thread_pool };
@@ -41,12 +43,19 @@ class LoopPool {
   // (up to eight) connections waiting for input itself, without asking the
   // reactor first, so such loops must be run by start() or run_loop(): a
   // plain io_context::run() would never read them.
-  explicit LoopPool(std::size_t threads, bool busy_poll = false, Design design = Design::loop_per_thread);
+  //
+  // receive: how plain TCP connections on the loops take their input (see
+  // ReceivePath). io_uring where it cannot run (the thread-pool design, a
+  // kernel or container without it) logs why and receives through the
+  // reactor; receive_path() says which the loops use.
+  explicit LoopPool(std::size_t threads, bool busy_poll = false, Design design = Design::loop_per_thread,
+                    ReceivePath receive = ReceivePath::reactor);
   ~LoopPool();
   LoopPool(const LoopPool&) = delete;
   LoopPool& operator=(const LoopPool&) = delete;
 
   Design design() const noexcept { return design_; }
+  ReceivePath receive_path() const noexcept { return receive_; }
   // Slots: one per thread.
   std::size_t size() const noexcept { return threads_wanted_; }
   // The io_context of slot `index` (the same one for every slot in the thread-pool design).
@@ -71,6 +80,7 @@ class LoopPool {
  private:
   using Guard = boost::asio::executor_work_guard<boost::asio::io_context::executor_type>;
   Design design_;
+  ReceivePath receive_ = ReceivePath::reactor;
   std::size_t threads_wanted_;
   std::vector<std::unique_ptr<boost::asio::io_context>> loops_;
   std::vector<boost::asio::strand<boost::asio::io_context::executor_type>> slot_strands_;  // thread pool only

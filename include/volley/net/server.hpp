@@ -28,6 +28,10 @@ struct ServerOptions {
   /// One loop per worker thread (connections stay on theirs), or one loop
   /// run by all of them (each connection on a strand of its own): see LoopPool.
   Design design = Design::loop_per_thread;
+  /// How plain TCP connections take their input: readiness from the reactor,
+  /// or multishot receives in an io_uring ring per worker loop (see
+  /// ReceivePath; where io_uring cannot run, the server says why and uses the reactor).
+  ReceivePath receive = ReceivePath::reactor;
   bool handle_signals = true;    ///< SIGINT and SIGTERM stop the server gracefully
   /// How long a stop waits for connections to close gracefully (their queued
   /// bytes flushed) before aborting the rest, so a peer that stopped reading

@@ -44,6 +44,8 @@ class TcpConnection;
 namespace detail {
 class EdgeReadWait;
 class SpinReaders;
+class UringRead;
+class UringReceiver;
 }
 
 // The protocol side of a connection.
@@ -182,7 +184,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // The wait for input is over: reads unless closed or paused. False when the
   // socket had nothing after all (the connection waits again).
   bool on_readable(const boost::system::error_code& ec);
+  // Reads until a read finds nothing, the handler pauses, or the bytes to read
+  // are no longer in shared io_uring buffers; false when nothing was read.
   bool read_now();
+  bool read_once();
   void on_read(const boost::system::error_code& ec, std::size_t n);
   void maybe_flush();
   void flush();
@@ -197,6 +202,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
 
   friend class detail::SpinReaders;  // calls on_readable
   friend class detail::EdgeReadWait;  // calls on_readable
+  friend class detail::UringRead;     // calls on_readable
 
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer linger_timer_;
@@ -219,12 +225,15 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool last_read_filled_ = false;
   bool read_pending_ = false;
   bool in_on_read_ = false;  // on_read decides how reading goes on when it returns
+  bool read_again_ = false;  // on_read asks read_now to read again at once
   bool ended_in_band_ = false;  // the transport ended the exchange; the socket lingers
   CloseReason pending_reason_;
   CloseReason::Kind close_kind_ = CloseReason::Kind::local_close;
   std::function<void(TcpConnection&)> close_observer_;
   // Waits for input without re-arming epoll, where the loop allows it (see edge_read_wait.hpp); else null.
   std::unique_ptr<detail::EdgeReadWait> edge_wait_;
+  // Receives through the loop's io_uring ring, where the loop has one (see uring_receive.hpp); else null.
+  std::unique_ptr<detail::UringRead> uring_read_;
   detail::SpinReaders* spin_ = nullptr;  // the loop's spinning reads, where it busy-polls (see spin_readers.hpp)
 };
 

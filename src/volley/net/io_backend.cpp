@@ -5,6 +5,8 @@
 #include <boost/asio/detail/config.hpp>
 #include <fmt/format.h>
 
+#include "uring_receive.hpp"
+
 #if defined(BOOST_ASIO_HAS_IO_URING)
 #include <liburing.h>
 #endif
@@ -34,5 +36,9 @@ std::string io_backend_problem() {
 #endif
   return {};
 }
+
+const char* to_string(ReceivePath path) noexcept { return path == ReceivePath::io_uring ? "io_uring" : "reactor"; }
+
+std::string io_uring_receive_problem() { return detail::UringReceiver::problem(); }
 
 }  // namespace volley::net

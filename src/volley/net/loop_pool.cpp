@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "spin_readers.hpp"
+#include "uring_receive.hpp"
 
 namespace volley::net {
 
@@ -11,8 +12,30 @@ const char* to_string(Design design) noexcept {
   return design == Design::thread_pool ? "thread-pool" : "loop-per-thread";
 }
 
-LoopPool::LoopPool(std::size_t threads, bool busy_poll, Design design)
-    : design_(design), threads_wanted_(threads == 0 ? 1 : threads), busy_poll_(busy_poll) {
+namespace {
+
+// The receive path the loops can have: io_uring only where it runs, on loops one thread runs.
+ReceivePath usable(ReceivePath wanted, Design design) {
+  if (wanted != ReceivePath::io_uring) return wanted;
+  if (design == Design::thread_pool) {
+    spdlog::warn("receiving through io_uring needs the loop-per-thread design (one thread per ring); "
+                 "the thread pool receives through the reactor");
+    return ReceivePath::reactor;
+  }
+  if (const std::string problem = io_uring_receive_problem(); !problem.empty()) {
+    spdlog::warn("{}; receiving through the reactor instead", problem);
+    return ReceivePath::reactor;
+  }
+  return wanted;
+}
+
+}  // namespace
+
+LoopPool::LoopPool(std::size_t threads, bool busy_poll, Design design, ReceivePath receive)
+    : design_(design),
+      receive_(usable(receive, design)),
+      threads_wanted_(threads == 0 ? 1 : threads),
+      busy_poll_(busy_poll) {
   const std::size_t contexts = design_ == Design::thread_pool ? 1 : threads_wanted_;
   loops_.reserve(contexts);
   guards_.reserve(contexts);
@@ -29,6 +52,7 @@ LoopPool::LoopPool(std::size_t threads, bool busy_poll, Design design)
     boost::asio::ip::tcp::socket reactor_now(*loops_.back());
     // One thread per loop: its connections may wait for input on spinning reads.
     if (busy_poll_ && design_ == Design::loop_per_thread) detail::SpinReaders::enable(*loops_.back());
+    if (receive_ == ReceivePath::io_uring) detail::UringReceiver::enable(*loops_.back());
   }
   if (design_ == Design::thread_pool)
     for (std::size_t i = 0; i < threads_wanted_; ++i) slot_strands_.push_back(boost::asio::make_strand(*loops_[0]));

@@ -11,7 +11,9 @@ namespace volley::net {
 namespace asio = boost::asio;
 
 Server::Server(ServerOptions options)
-    : options_(std::move(options)), signals_(control_), workers_(options_.threads, options_.busy_poll, options_.design) {
+    : options_(std::move(options)),
+      signals_(control_),
+      workers_(options_.threads, options_.busy_poll, options_.design, options_.receive) {
   // Installed here, before anything can announce readiness: a signal that
   // arrives from now on is queued for the wait run() sets up, never fatal.
   if (options_.handle_signals) {

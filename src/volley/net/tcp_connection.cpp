@@ -7,6 +7,7 @@
 #include "close_without_cancel.hpp"
 #include "edge_read_wait.hpp"
 #include "spin_readers.hpp"
+#include "uring_receive.hpp"
 
 namespace volley::net {
 
@@ -38,7 +39,9 @@ TcpConnection::TcpConnection(asio::ip::tcp::socket socket, std::unique_ptr<Strea
       transport_(std::move(transport)),
       spin_(detail::SpinReaders::of(socket_.get_executor())) {
   // Plain TCP only: a transport may leave input on the socket after a short read.
-  if (!transport_) edge_wait_ = detail::EdgeReadWait::make_for(socket_);
+  if (!transport_) uring_read_ = detail::UringRead::make_for(socket_);
+  if (!transport_ && !uring_read_) edge_wait_ = detail::EdgeReadWait::make_for(socket_);
+  if (uring_read_) spin_ = nullptr;  // the ring's completions are its input
   if (limits_.low_water == 0 || limits_.low_water > limits_.high_water) limits_.low_water = limits_.high_water / 4;
   if (transport_) state_ = State::handshaking;
   boost::system::error_code ec;
@@ -141,6 +144,11 @@ void TcpConnection::resume_reading() {
 // one thread runs, plain TCP waits without that (edge_read_wait.hpp).
 void TcpConnection::do_read() {
   read_pending_ = true;
+  if (uring_read_) {
+    if (uring_read_->start(shared_from_this())) return;
+    uring_read_.reset();  // the loop's ring could not be opened (logged): the reactor from now on
+    edge_wait_ = detail::EdgeReadWait::make_for(socket_);
+  }
   // A busy-polling loop reads the socket itself on its next turn (no edge to miss: it just reads).
   if (spin_ != nullptr && spin_->wait(shared_from_this())) return;
   if (edge_wait_) return edge_wait_->start(shared_from_this());  // no epoll_ctl: the socket was just read dry
@@ -174,6 +182,16 @@ void TcpConnection::post_read() {
 }
 
 bool TcpConnection::read_now() {
+  bool read = false;
+  do {
+    read_again_ = false;
+    if (!read_once()) return read;
+    read = true;
+  } while (read_again_ && state_ != State::closed);
+  return true;
+}
+
+bool TcpConnection::read_once() {
   const std::span<std::byte> buf = handler_->read_buffer();
   boost::system::error_code ec;
   const std::size_t n = read_socket(buf, ec);
@@ -196,7 +214,7 @@ bool TcpConnection::read_now() {
   // or input (or the end) the kernel says is left, means "read again" rather
   // than "wait for the next edge".
   last_read_filled_ = !ec && (n == buf.size() || (transport_ && transport_->has_buffered_input()) ||
-                              (edge_wait_ && edge_wait_->left_over()));
+                              (edge_wait_ && edge_wait_->left_over()) || (uring_read_ && uring_read_->left_over()));
   on_read(ec, n);
   return true;
 }
@@ -204,6 +222,7 @@ bool TcpConnection::read_now() {
 std::size_t TcpConnection::read_socket(std::span<std::byte> buffer, boost::system::error_code& ec) {
   if (transport_) return transport_->read_some(buffer, ec);
   if (edge_wait_) return edge_wait_->read_some(buffer, ec);
+  if (uring_read_) return uring_read_->read_some(buffer, ec);
   return socket_.read_some(asio::buffer(buffer.data(), buffer.size()), ec);
 }
 
@@ -245,8 +264,16 @@ void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) 
   check_output_bound(false);  // this read goes on below if it may
   if (reading_paused_ || output_full_ || read_pending_) return;
   // A full buffer (or a transport's buffered input) may have left more behind:
-  // read again, after the loop's other work.
-  if (last_read_filled_) return post_read();
+  // read again, after the loop's other work. Bytes in the loop's shared
+  // io_uring buffers are read now instead (read_now loops): left until the
+  // batch ends, they would be copied once more, to the connection's spill.
+  if (last_read_filled_) {
+    if (uring_read_ && uring_read_->holds_buffers()) {
+      read_again_ = true;
+      return;
+    }
+    return post_read();
+  }
   do_read();
 }
 
@@ -449,6 +476,7 @@ void TcpConnection::finish(CloseReason reason) {
   linger_timer_.cancel();
   slow_timer_.cancel();
   idle_timer_.cancel();
+  if (uring_read_) uring_read_->stop();  // before the close: the receive holds the socket open until cancelled
   detail::close_without_cancel(socket_);  // on io_uring, a close that cancels nothing
   reason.unsent_bytes = queue_.queued_bytes();
   queue_.clear();

@@ -1,0 +1,87 @@
+#pragma once
+// An echo handler and the client side that checks it: each client sends its
+// own byte pattern, and every byte that comes back must be the next one.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include <volley/net/tcp_connection.hpp>
+
+#include "raw_client.hpp"
+
+namespace volley::test {
+
+// Echoes every byte it reads, `Size` at a time.
+template <std::size_t Size>
+class ByteEcho final : public net::StreamHandler {
+ public:
+  std::span<std::byte> read_buffer() override { return buffer_; }
+  void on_data(net::TcpConnection& c, std::size_t n) override { c.send(std::span(buffer_).first(n)); }
+  void on_close(net::TcpConnection&, const net::CloseReason&) override {}
+
+ private:
+  std::array<std::byte, Size> buffer_{};
+};
+
+inline std::byte pattern(std::size_t client, std::size_t i) {
+  return static_cast<std::byte>((i * 131 + client * 17 + (i >> 12)) & 0xff);
+}
+
+inline std::vector<std::byte> patterned(std::size_t client, std::size_t from, std::size_t n) {
+  std::vector<std::byte> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = pattern(client, from + i);
+  return out;
+}
+
+// Sends `total` bytes of its pattern in pieces of `piece`, each after the
+// echo of the one before, and checks every byte that comes back. Returns the
+// bytes echoed correctly, in order.
+inline std::size_t round_trips(const RawClient& socket, std::size_t client, std::size_t total, std::size_t piece) {
+  std::size_t done = 0;
+  while (done < total) {
+    const std::size_t n = std::min(piece, total - done);
+    socket.send(patterned(client, done, n));
+    const auto back = socket.read(n);
+    for (std::size_t i = 0; i < back.size(); ++i)
+      if (back[i] != pattern(client, done + i)) return done + i;
+    if (back.size() != n) return done + back.size();
+    done += n;
+  }
+  return done;
+}
+
+// Reads until `total` bytes of client `client`'s pattern came back, or a wrong byte, or 5 s of nothing.
+inline std::size_t read_intact(const RawClient& socket, std::size_t client, std::size_t total) {
+  std::size_t intact = 0;
+  while (intact < total) {
+    const auto back = socket.read_some(64 * 1024);
+    if (back.empty()) break;
+    for (std::size_t i = 0; i < back.size(); ++i)
+      if (back[i] != pattern(client, intact + i)) return intact + i;
+    intact += back.size();
+  }
+  return intact;
+}
+
+// Sends `total` bytes of client 0's pattern from a thread of its own, starts
+// reading only 300 ms later (the server's echoes back up meanwhile), and
+// returns how many came back intact, in order.
+inline std::size_t send_all_then_read_late(std::uint16_t port, std::size_t total) {
+  RawClient socket(port);
+  std::thread sender([&] {
+    constexpr std::size_t kPiece = 256 * 1024;
+    for (std::size_t done = 0; done < total; done += kPiece)
+      socket.send(patterned(0, done, std::min(kPiece, total - done)));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::size_t intact = read_intact(socket, 0, total);
+  sender.join();
+  return intact;
+}
+
+}  // namespace volley::test
