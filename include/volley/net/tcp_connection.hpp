@@ -45,7 +45,6 @@ namespace detail {
 class EdgeReadWait;
 class SpinReaders;
 class UringRead;
-class UringReceiver;
 }
 
 // The protocol side of a connection.

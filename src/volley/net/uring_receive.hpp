@@ -6,15 +6,16 @@
 // The kernel receives into buffers it picks from a ring of buffers the loop
 // provides, and posts a completion per buffer filled; no receive system call
 // and no readiness round trip per message. The ring's descriptor is watched by
-// the loop's reactor, so one wake-up hands over the completions of every
+// the loop's reactor (through an eventfd the kernel signals), so one wake-up
+// runs the receives' deferred work and hands over the completions of every
 // connection that received meanwhile; the connection then copies its bytes
 // into its handler's read buffer (read_some()), and the buffer goes back to
 // the kernel at once. Sends stay plain non-blocking writes.
 //
 // Buffers are shared by every connection on the loop, so none may keep one:
-// bytes a connection has not taken by the end of a batch of completions (it is
-// paused, or its handler's buffer was smaller) are copied to the connection's
-// own spill, and a connection whose spill reaches kSpillLimit has its receive
+// a connection whose handler's buffer is smaller than what came reads on at
+// once (TcpConnection::read_now), and bytes a connection has not taken by the
+// end of a batch of completions (it is paused) are copied to its own spill, and a connection whose spill reaches kSpillLimit has its receive
 // cancelled until it has read the spill, so the peer's bytes back up into the
 // socket and then into the peer (backpressure across the network, as with
 // readiness reads). When the kernel finds no free buffer (a burst larger than
@@ -123,8 +124,9 @@ class UringReceiver : public boost::asio::execution_context::service {
     std::uint64_t arms = 0;         // multishot receives submitted
   };
 
-  // Throws boost::system::system_error where the ring cannot be made.
-  // `buffers`: how many the kernel may fill before the loop takes them (a power of two, at most 32768).
+  // Makes nothing yet: the loop's thread opens the ring at its first receive
+  // (ready()). `buffers`: how many the kernel may fill before the loop takes
+  // them; std::invalid_argument unless a power of two from 1 to 32768.
   explicit UringReceiver(boost::asio::io_context& loop, unsigned buffers = kDefaultBuffers);
   ~UringReceiver() override;
 
@@ -161,7 +163,7 @@ class UringReceiver : public boost::asio::execution_context::service {
   enum class State { unopened, open, failed } state_ = State::unopened;
   std::unordered_set<UringRead*> armed_;  // for shutdown: the reads that keep a connection alive
   std::vector<UringRead*> in_batch_;
-  std::vector<UringRead*> starved_;  // ended with ENOBUFS while waiting: armed again when buffers come back
+  std::vector<UringRead*> starved_;  // ended with ENOBUFS: armed again at the end of the batch
   bool down_ = false;
   Stats stats_;
 };
