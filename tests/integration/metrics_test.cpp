@@ -16,25 +16,13 @@
 
 #include "child_process.hpp"
 #include "http_client.hpp"
+#include "metrics_scrape.hpp"
 #include "raw_client.hpp"
 
 namespace volley::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-// The port from the "metrics http ADDRESS:PORT" line, 0 if it never came (10 s).
-int metrics_port(ChildProcess& program) {
-  for (int i = 0; i < 1000; ++i) {
-    const std::string text = program.stdout_text();
-    const auto at = text.find("metrics http ");
-    const auto eol = text.find('\n', at);
-    if (at != std::string::npos && eol != std::string::npos) return std::stoi(text.substr(text.rfind(':', eol) + 1));
-    if (program.wait_for(0ms)) return 0;
-    std::this_thread::sleep_for(10ms);
-  }
-  return 0;
-}
 
 std::uint64_t field(const boost::json::object& report, const char* name) {
   return boost::json::value_to<std::uint64_t>(report.at(name));

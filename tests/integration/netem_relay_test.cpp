@@ -40,6 +40,17 @@ class RunningRelay {
   }
   int port() const { return port_; }
   void signal(int signo) { process_->send_signal(signo); }
+  // Waits (10 s at most) until the relay's log has said `line` `times` times.
+  bool logged(const std::string& line, int times) {
+    for (int i = 0; i < 1000; ++i) {
+      const std::string log = process_->stderr_text();
+      int seen = 0;
+      for (auto at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) ++seen;
+      if (seen >= times) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
   boost::json::object stop() {
     process_->send_signal(SIGTERM);
     EXPECT_EQ(process_->wait_for(20s).value_or(-1), 0) << process_->stderr_text();
@@ -186,11 +197,13 @@ TEST(NetemRelay, Sigusr1CutsTheLinkAndRestoresIt) {
   RunningRelay relay(dir, echo.port(), {});
   ASSERT_NE(relay.port(), 0);
   EXPECT_EQ(ping_ms(relay.port(), 5).size(), 5u);
+  // Each ping waits for the relay to say it has acted on the signal: a fixed
+  // sleep stood in for that, and a relay slow to act failed the test.
   relay.signal(SIGUSR1);
-  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(relay.logged("netem: link down (SIGUSR1)", 1));
   EXPECT_EQ(ping_ms(relay.port(), 3, 300ms).size(), 0u);
   relay.signal(SIGUSR1);
-  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(relay.logged("netem: link up (SIGUSR1)", 1));
   EXPECT_EQ(ping_ms(relay.port(), 5).size(), 5u);
   const auto report = relay.stop();
   EXPECT_EQ(u64(report.at("up").at("link_down")), 3u);

@@ -11,6 +11,7 @@
 
 #include "child_process.hpp"
 #include "listening_server.hpp"
+#include "metrics_scrape.hpp"
 #include "raw_client.hpp"
 
 namespace volley::test {
@@ -145,12 +146,14 @@ TEST(PingPongServer, ClosesAnIdleSession) {
   RunningPingPongServer server(dir, {"--heartbeat-ms", "0", "--idle-timeout-ms", "300"});
   RawClient client(server.port());
   const auto ok = message("ok");
+  // Before the message goes: the server's idle clock restarts when the message
+  // arrives, which is before its echo reaches us.
+  const auto start = Clock::now();
   client.send(ok);
   ASSERT_EQ(client.read(ok.size()), ok);
-  const auto start = Clock::now();
   EXPECT_TRUE(client.peer_closed());
   const auto elapsed = ms_since(start);
-  EXPECT_GE(elapsed, 200);
+  EXPECT_GE(elapsed, 300);
   EXPECT_LE(elapsed, 2000);
   client.close();
   const auto report = server.stop();
@@ -196,7 +199,9 @@ TEST(PingPongServer, RpcFramingEchoesWholeFramesAndTakesTheKeepalive) {
 TEST(PingPongServer, AClientThatReadsLateGetsEveryEchoInOrder) {
   TempDir dir;
   // A small high-water mark: the server must stop reading while its replies back up.
-  RunningPingPongServer server(dir, {"--high-water", "65536"});
+  RunningPingPongServer server(dir, {"--high-water", "65536", "--metrics", "127.0.0.1:0"});
+  const int mport = metrics_port(server.process());
+  ASSERT_GT(mport, 0) << server.process().stdout_text();
   RawClient client(server.port());
   constexpr int kMessages = 3000;
   std::vector<std::byte> expected;
@@ -205,7 +210,10 @@ TEST(PingPongServer, AClientThatReadsLateGetsEveryEchoInOrder) {
     expected.insert(expected.end(), m.begin(), m.end());
   }
   std::thread writer([&] { client.send(expected); });
-  std::this_thread::sleep_for(300ms);  // nothing read yet: the kernel's buffers and the server's queue fill
+  // Nothing is read until the server says its queue crossed high water (a
+  // fixed sleep stood in for this, and on a busy machine the reading could
+  // begin first and the count below come out 0).
+  EXPECT_TRUE(wait_for_metric(mport, "volley_high_water_events_total", [](double n) { return n >= 1; }, 60s));
   const auto got = client.read(expected.size());
   writer.join();
   EXPECT_EQ(got.size(), expected.size());

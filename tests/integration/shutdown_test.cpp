@@ -1,22 +1,29 @@
 // Graceful shutdown of both programs in the middle of traffic.
 #include <csignal>
-#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "child_process.hpp"
+#include "metrics_scrape.hpp"
 #include "target_fixture.hpp"
 
 using namespace volley::test;
+using namespace std::chrono_literals;
 
 TEST(Shutdown, TargetStopsCleanlyOnSigtermMidTraffic) {
   TempDir dir;
-  RunningTarget target(dir, {"--threads", "2", "--reply", "ack"});
+  RunningTarget target(dir, {"--threads", "2", "--reply", "ack", "--metrics", "127.0.0.1:0"});
   ASSERT_NE(target.port(), 0);
+  const int mport = metrics_port(target.process());
+  ASSERT_GT(mport, 0) << target.process().stdout_text();
   ChildProcess gen({bin("traffic_generator"), "--port", std::to_string(target.port()), "--json", "--no-progress", "-m",
                     "1001:64:50", "-m", "8001:1200:50", "-t", "30", "-c", "3"},
                    dir.file("gen"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  // Mid-traffic as the target counts it: all three connected, frames arriving.
+  // (A fixed 700 ms sleep stood in for this, and under load it could come
+  // before the third connection.)
+  ASSERT_TRUE(wait_for_metric(mport, "volley_connections_opened_total", [](double n) { return n >= 3; }, 60s));
+  ASSERT_TRUE(wait_for_metric(mport, "volley_gnb_frames_received_total", [](double n) { return n > 0; }, 60s));
   const auto report = target.stop();  // SIGTERM; asserts exit 0 within the deadline
   EXPECT_GT(u64(report.at("frames")), 0u);
   EXPECT_EQ(u64(report.at("connections").at("accepted")), 3u);
@@ -34,12 +41,17 @@ TEST(Shutdown, TargetStopsCleanlyOnSigtermMidTraffic) {
 
 TEST(Shutdown, GeneratorStopsEarlyOnSigintAndStillReportsExactly) {
   TempDir dir;
-  RunningTarget target(dir, {"--threads", "2", "--reply", "ack-checksum"});
+  RunningTarget target(dir, {"--threads", "2", "--reply", "ack-checksum", "--metrics", "127.0.0.1:0"});
   ASSERT_NE(target.port(), 0);
+  const int mport = metrics_port(target.process());
+  ASSERT_GT(mport, 0) << target.process().stdout_text();
   ChildProcess gen({bin("volley"), "gen", "--port", std::to_string(target.port()), "--json", "--no-progress", "-m",
                     "1001:64:50", "-m", "8001:1200:50", "-t", "30", "-c", "2"},
                    dir.file("gen"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  // Frames at the target: the generator has started sending, so its SIGINT
+  // handler is in place (it is set up before the first frame goes). A fixed
+  // sleep stood in for this; a SIGINT before the handler kills the generator.
+  ASSERT_TRUE(wait_for_metric(mport, "volley_gnb_frames_received_total", [](double n) { return n > 0; }, 60s));
   gen.send_signal(SIGINT);
   const auto code = gen.wait_for(std::chrono::seconds(20));
   ASSERT_TRUE(code.has_value()) << "generator did not stop on SIGINT";
