@@ -1,4 +1,6 @@
 // The command lines: bad arguments get a clear message and a non-zero exit.
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -200,4 +202,52 @@ TEST(Cli, SessionLoadDescribesItsFlagsAndRefusesBadOnes) {
   const Result nobody = run({"volley", "session-load", "-p", std::to_string(free_port), "-c", "3", "-z", "1"});
   EXPECT_EQ(nobody.code, 1);
   EXPECT_NE(nobody.err.find("cannot connect"), std::string::npos) << nobody.err;
+}
+
+// Every duration flag of every program refuses what is not a finite number in
+// its documented range, with a message naming the flag, and a non-zero exit.
+// Before the one duration check (tools/volley/duration_flag.hpp), "nan" passed
+// every range check: --handshake-timeout nan turned the handshake deadline
+// off, --shutdown-timeout nan aborted every connection and logged
+// "-9223372036854775808 ms", and netem --duration 1e10 overflowed into a
+// deadline already past and exited at once with status 0. The flags are found
+// in each program's --help, so a duration flag added later without the check
+// fails here too.
+TEST(Cli, EveryDurationFlagRefusesNanInfinityNegativeAndHuge) {
+  const std::vector<std::vector<std::string>> programs{
+      {"volley", "target"},       {"volley", "gen"},          {"volley", "netem"},       {"volley", "netem", "tun"},
+      {"volley", "arq-send"},     {"volley", "arq-recv"},     {"volley", "arq-bench"},   {"volley", "arq-sim"},
+      {"volley", "rpc-server"},   {"volley", "rpc-bench"},    {"volley", "pingpong-server"},
+      {"volley", "pingpong"},     {"volley", "echo-server"},  {"volley", "echo-client"}, {"volley", "session-load"},
+      {"traffic_generator"}};
+  // "  -z,--seconds FLOAT:0.01 to 2592000 seconds=1  Seconds of ..."
+  const std::regex option(R"(^\s+(?:-\w,)?(--[a-z][a-z-]*) FLOAT(:[^=\s]*(?: [^=\s]+)*)?)");
+  const std::regex duration_name("(timeout|duration|seconds|interval|idle|time)$");
+  int checked = 0;
+  for (const auto& program : programs) {
+    auto argv = program;
+    argv.push_back("--help");
+    const Result help = run(argv);
+    ASSERT_EQ(help.code, 0) << argv[1];
+    std::istringstream lines(help.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch m;
+      if (!std::regex_search(line, m, option) || !std::regex_search(m[1].str(), duration_name)) continue;
+      const std::string flag = m[1];
+      const std::string where = program.back() + " " + flag;
+      const std::string range = m[2];
+      EXPECT_TRUE(range.ends_with(" seconds") || range.ends_with(" ms"))
+          << where << ": a duration flag without the duration check (help: " << line << ")";
+      for (const char* bad : {"nan", "inf", "-1", "1e12"}) {
+        auto with = program;
+        with.insert(with.end(), {flag, bad});
+        const Result r = run(with);
+        EXPECT_NE(r.code, 0) << where << " " << bad;
+        EXPECT_NE(r.code, -1) << where << " " << bad << ": still running after 30 s";
+        EXPECT_NE(r.err.find(flag), std::string::npos) << where << " " << bad << ": " << r.err;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 18) << "fewer duration flags found than the programs have";
 }

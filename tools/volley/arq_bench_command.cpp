@@ -22,6 +22,7 @@
 #include <volley/netem/udp_relay.hpp>
 
 #include "arq_commands.hpp"
+#include "duration_flag.hpp"
 #include "arq_report.hpp"
 #include "child_processes.hpp"
 #include "commands.hpp"
@@ -365,7 +366,8 @@ Runner add_arq_bench_command(CLI::App& app) {
   cmd->add_option("--seeds", b->seeds, "Seeds per variant (default: the scenario's own, 1 to 5)")->check(CLI::Range(1, 100));
   cmd->add_option("--window", o->window, "Window in packets")->capture_default_str();
   cmd->add_option("--size", o->size, "Message size in bytes for scenarios 1-4")->capture_default_str();
-  cmd->add_option("--timeout", o->fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298)");
+  cmd->add_option("--timeout", o->fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298)")
+      ->check(duration_range(0, 600e3, "ms"));
   cmd->add_option("--fast-retransmit-after", o->fast_retransmit_after,
                   "Selective repeat: resend a hole once this many later packets are acked")
       ->capture_default_str();

@@ -15,6 +15,7 @@
 #include <volley/arq/udp_channel.hpp>
 
 #include "arq_commands.hpp"
+#include "duration_flag.hpp"
 #include "arq_transport.hpp"
 #include "arq_messages.hpp"
 #include "commands.hpp"
@@ -334,15 +335,16 @@ Runner add_arq_commands(CLI::App& app) {
   send->add_option("--count", o->count, "Messages to send")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
-  send->add_option("--interval", o->interval_ms, "Milliseconds between messages")->capture_default_str()->check(CLI::NonNegativeNumber);
-  send->add_option("--timeout", o->fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298 estimate)");
+  send->add_option("--interval", o->interval_ms, "Milliseconds between messages")->capture_default_str()->check(duration_range(0, 3600e3, "ms"));
+  send->add_option("--timeout", o->fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298 estimate)")
+      ->check(duration_range(0, 600e3, "ms"));
   send->add_option("--fec", o->fec,
                    "ARQ schemes: send M repair packets after every K data packets (K:M), or size them to the "
                    "measured loss (adaptive); the receiver needs no option");
   send->add_option("--drain-timeout", o->drain_timeout_s,
                    "Seconds after the last message to wait for delivery (and echoes) before giving up")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(duration_range(0.001, 86400.0));
   send->add_option("--csv", o->csv, "With --echo: write seq,input_ns,delivered_ns,delay_ms per round trip");
   send->add_option("--fast-retransmit-after", o->fast_retransmit_after,
                    "Selective repeat: resend a hole once this many later packets are acked (0: never)")

@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "arq_report.hpp"
+#include "duration_flag.hpp"
 #include "commands.hpp"
 #include "json_output.hpp"
 
@@ -83,7 +84,8 @@ Runner add_arq_sim_command(CLI::App& app) {
   cmd->add_option("--fast-retransmit-after", o->sim.fast_retransmit_after,
                   "Selective repeat: resend a hole once this many later packets are acked (0: never)")
       ->capture_default_str();
-  cmd->add_option("--timeout", o->sim.fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298)");
+  cmd->add_option("--timeout", o->sim.fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298)")
+      ->check(duration_range(0, 600e3, "ms"));
   cmd->add_option("--out", o->out, "Folder for per-message CSV files and summary.json");
   cmd->add_flag("--json", o->json, "Print the summary as JSON instead of the table");
   return [o] { return run_sim(*o); };

@@ -16,6 +16,7 @@
 #include <volley/net/websocket.hpp>
 
 #include "commands.hpp"
+#include "duration_flag.hpp"
 #include "echo_client_connection.hpp"
 #include "echo_client_stream.hpp"
 #include "echo_client_udp.hpp"
@@ -234,7 +235,7 @@ Runner add_echo_client_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   cmd->add_option("-s,--size", o->size, "Message size in bytes")->check(CLI::Range(1, 16 << 20))->capture_default_str();
-  cmd->add_option("-z,--seconds", o->seconds, "Seconds of benchmarking")->check(CLI::Range(0.01, 86400.0))->capture_default_str();
+  cmd->add_option("-z,--seconds", o->seconds, "Seconds of benchmarking")->check(duration_range(0.01, kMaxRunSeconds))->capture_default_str();
   cmd->add_flag("--rtt", o->rtt, "One message in flight per client; time every round trip (min/p50/p90/p99/p99.9/max)");
   cmd->add_flag("--busy-poll", o->busy_poll, "Client loops spin instead of sleeping in the kernel (a CPU each)");
   cmd->add_option("--ca", o->ca, "TLS: CA certificate file to verify the server with (default: the system's)")

@@ -18,6 +18,7 @@
 #include <volley/net/udp_endpoint.hpp>
 
 #include "commands.hpp"
+#include "duration_flag.hpp"
 #include "echo_common.hpp"
 #include "file_limit.hpp"
 #include "json_output.hpp"
@@ -305,7 +306,7 @@ Runner add_echo_server_command(CLI::App& app) {
                   "TLS, WebSocket: seconds a client has to finish its handshake (TLS and upgrade); then it is closed and "
                   "counted as a failed handshake")
       ->capture_default_str()
-      ->check(CLI::Range(0.01, 3600.0));
+      ->check(duration_range(0.01, 3600.0));
   cmd->add_option("--ws-path", o->ws.path, "WebSocket: the only request target served")->capture_default_str();
   cmd->add_option("--ws-max-message", o->ws.max_message,
                   "WebSocket: longest message accepted, in bytes (longer: closed with code 1009)")

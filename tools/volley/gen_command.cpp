@@ -17,6 +17,7 @@
 #include <volley/net/tcp_connect.hpp>
 
 #include "commands.hpp"
+#include "duration_flag.hpp"
 #include "gen_connection.hpp"
 #include "json_output.hpp"
 #include "session_options.hpp"
@@ -332,7 +333,7 @@ Runner add_gen_options(CLI::App& app) {
                  "8001 data), body size in bytes, messages of every 100 (fractions add up to 100)")
       ->required()
       ->take_all();
-  app.add_option("-t,--time", o->seconds, "Seconds to send")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("-t,--time", o->seconds, "Seconds to send")->capture_default_str()->check(duration_range(0.001, kMaxRunSeconds));
   app.add_option("-a,--host", o->host, "Target address")->capture_default_str();
   app.add_option("-p,--port", o->port, "Target TCP port")->capture_default_str();
   app.add_option("-c,--connections", o->connections, "Parallel TCP connections")

@@ -1,5 +1,7 @@
 #include "listening.hpp"
 
+#include "duration_flag.hpp"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -20,7 +22,7 @@ void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
                  "On SIGINT/SIGTERM, seconds to let connections flush and close before aborting the rest "
                  "(a peer that stopped reading cannot hold the stop up)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(duration_range(0.0, 3600.0));
   cmd.add_option("--max-queued", flags.max_queued,
                  "Per connection: bytes of replies queued for a peer that does not read at which the server stops "
                  "reading from it (resuming at a quarter)")
@@ -30,7 +32,7 @@ void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
                  "Seconds a peer may keep a connection at --max-queued before it is disconnected as a slow consumer "
                  "(0: never)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 86400.0));
+      ->check(duration_range(0.0, 86400.0));
   cmd.add_option("--max-connections", flags.max_connections,
                  "Connections open at once; one more is accepted and closed at once, and counted (0: no limit)")
       ->capture_default_str()
@@ -38,7 +40,7 @@ void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
   cmd.add_option("--idle-timeout", flags.idle_timeout_s,
                  "Seconds a connection may pass with no byte either way before it is closed (0: never)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 86400.0));
+      ->check(duration_range(0.0, 86400.0));
   cmd.add_option_function<std::string>(
          "--io",
          [&flags](const std::string& name) {

@@ -20,6 +20,7 @@
 #include <volley/netem/udp_relay.hpp>
 
 #include "commands.hpp"
+#include "duration_flag.hpp"
 #include "endpoint.hpp"
 #include "json_output.hpp"
 #include "metrics_service.hpp"
@@ -301,7 +302,7 @@ void add_common(CLI::App& cmd, NetemOptions& o) {
   cmd.add_option("--seed", o.seed, "Seed of the impairment randomness (same seed, same impairments)")
       ->capture_default_str();
   cmd.add_option("--duration", o.duration, "Stop after this many seconds (default: run until SIGINT/SIGTERM)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(duration_range(0, kMaxRunSeconds));
   cmd.add_flag("--json", o.json, "Print the final counters as JSON on stdout");
   add_metrics_flag(cmd, o.metrics);
   add_program_design_flags(cmd, o.design, "the relay's sockets, timers and link");
@@ -329,7 +330,7 @@ Runner add_netem_command(CLI::App& app) {
   cmd->add_option("--client-idle", o->client_idle_s,
                   "Seconds without traffic either way after which a client's upstream socket is closed")
       ->capture_default_str()
-      ->check(CLI::Range(0.01, 86400.0));
+      ->check(duration_range(0.01, 86400.0));
   cmd->add_option("--port-file", o->port_file,
                   "Once relaying, write the port listened on to this file (atomically: whole or not at all)");
   auto* tun = cmd->add_subcommand("tun", "Relay IP packets between two TUN devices (see scripts/netem-tun.sh); needs root");

@@ -19,6 +19,7 @@
 #include "benchmark_messages.hpp"
 
 #include "commands.hpp"
+#include "duration_flag.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
 #include "metrics_service.hpp"
@@ -324,7 +325,7 @@ Runner add_rpc_commands(CLI::App& app) {
   bench->add_option("--in-flight", o->in_flight, "Calls in flight at once on the connection")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
-  bench->add_option("-z,--seconds", o->seconds, "Seconds per exchange")->capture_default_str()->check(CLI::PositiveNumber);
+  bench->add_option("-z,--seconds", o->seconds, "Seconds per exchange")->capture_default_str()->check(duration_range(0.001, kMaxRunSeconds));
   bench->add_flag("--json", o->json, "Print the report as JSON");
   add_tls_client_flags(*bench, o->client_tls);
   add_websocket_flags(*bench, o->ws);

@@ -25,6 +25,7 @@
 #include <volley/net/tcp_connect.hpp>
 
 #include "commands.hpp"
+#include "duration_flag.hpp"
 #include "file_limit.hpp"
 #include "json_output.hpp"
 #include "session_options.hpp"
@@ -341,7 +342,7 @@ Runner add_session_load_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   cmd->add_option("-t,--threads", o->threads, "Event loops")->capture_default_str()->check(CLI::Range(1, 256));
-  cmd->add_option("-z,--seconds", o->seconds, "How long to hold them")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("-z,--seconds", o->seconds, "How long to hold them")->capture_default_str()->check(duration_range(0.001, kMaxRunSeconds));
   cmd->add_option("-r,--rate", o->rate, "Messages per second over all sessions, each echo checked (0: heartbeats only)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e7));

@@ -1,5 +1,7 @@
 #include "tls_flags.hpp"
 
+#include "duration_flag.hpp"
+
 #include <stdexcept>
 
 #include <CLI/CLI.hpp>
@@ -21,7 +23,7 @@ void add_tls_server_flags(CLI::App& cmd, TlsServerFlags& flags) {
   cmd.add_option("--handshake-timeout", flags.handshake_timeout_s,
                  "TLS: seconds a connection has to finish its handshake before it is closed and counted")
       ->capture_default_str()
-      ->check(CLI::Range(0.001, 3600.0));
+      ->check(duration_range(0.001, 3600.0));
 }
 
 void apply_tls(net::ServerOptions& options, const TlsServerFlags& flags) {
