@@ -258,6 +258,14 @@ TEST(WebSocketHandshake, BadRequestsGetTheirStatusAndError) {
        "400"},
       {request("GET /other HTTP/1.1", upgrade + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: " + key + "\r\n"),
        E::unknown_target, "404"},
+      // RFC 6455 11.3.1 and 11.3.5: neither header may appear twice. Both were
+      // accepted (the first one read) before the count was checked.
+      {request("GET / HTTP/1.1", upgrade + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: " + key +
+                                     "\r\nSec-WebSocket-Key: " + key + "\r\n"),
+       E::bad_key, "400"},
+      {request("GET / HTTP/1.1", upgrade + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Version: 13\r\n"
+                                           "Sec-WebSocket-Key: " + key + "\r\n"),
+       E::bad_version, "426"},
   };
   for (const auto& c : cases) {
     const auto answer = detail::answer_upgrade(c.head, "/");

@@ -49,8 +49,8 @@ enum class WebSocketHandshakeErrc {
   not_get,                ///< a method other than GET (405)
   not_an_upgrade,         ///< no "Upgrade: websocket" and "Connection: Upgrade" (400)
   no_host,                ///< no Host header (400)
-  bad_version,            ///< Sec-WebSocket-Version other than 13 (426)
-  bad_key,                ///< Sec-WebSocket-Key not 16 bytes in base64 (400)
+  bad_version,            ///< Sec-WebSocket-Version other than one value of 13 (426)
+  bad_key,                ///< Sec-WebSocket-Key missing, repeated, or not 16 bytes in base64 (400)
   unknown_target,         ///< a request target the server does not serve (404)
   refused,                ///< the server did not answer 101 Switching Protocols
   bad_accept,             ///< the server's Sec-WebSocket-Accept does not match the key

@@ -34,8 +34,8 @@ class HandshakeCategory final : public std::error_category {
       case WebSocketHandshakeErrc::not_an_upgrade:
         return "websocket upgrade: no \"Upgrade: websocket\" with \"Connection: Upgrade\"";
       case WebSocketHandshakeErrc::no_host: return "websocket upgrade: no Host header";
-      case WebSocketHandshakeErrc::bad_version: return "websocket upgrade: Sec-WebSocket-Version is not 13";
-      case WebSocketHandshakeErrc::bad_key: return "websocket upgrade: Sec-WebSocket-Key is not 16 bytes in base64";
+      case WebSocketHandshakeErrc::bad_version: return "websocket upgrade: Sec-WebSocket-Version is not one value of 13";
+      case WebSocketHandshakeErrc::bad_key: return "websocket upgrade: Sec-WebSocket-Key is not one value of 16 bytes in base64";
       case WebSocketHandshakeErrc::unknown_target: return "websocket upgrade: request target not served here";
       case WebSocketHandshakeErrc::refused: return "websocket upgrade: the server did not answer 101 Switching Protocols";
       case WebSocketHandshakeErrc::bad_accept: return "websocket upgrade: Sec-WebSocket-Accept does not match the key";
@@ -135,10 +135,11 @@ UpgradeAnswer answer_upgrade(std::string_view head, const std::string& accept_ta
   if (!has_token(request[http::field::upgrade], "websocket") || !has_token(request[http::field::connection], "upgrade"))
     return refuse(WebSocketHandshakeErrc::not_an_upgrade, 400, "Bad Request");
   if (request.find(http::field::host) == request.end()) return refuse(WebSocketHandshakeErrc::no_host, 400, "Bad Request");
-  if (request[http::field::sec_websocket_version] != "13")
+  // RFC 6455 11.3.1, 11.3.5: each at most once (a second one is not a list to pick from).
+  if (request.count(http::field::sec_websocket_version) != 1 || request[http::field::sec_websocket_version] != "13")
     return refuse(WebSocketHandshakeErrc::bad_version, 426, "Upgrade Required", "Sec-WebSocket-Version: 13\r\n");
   const std::string key(request[http::field::sec_websocket_key]);
-  if (!is_key(key)) return refuse(WebSocketHandshakeErrc::bad_key, 400, "Bad Request");
+  if (request.count(http::field::sec_websocket_key) != 1 || !is_key(key)) return refuse(WebSocketHandshakeErrc::bad_key, 400, "Bad Request");
   if (!accept_target.empty() && request.target() != accept_target)
     return refuse(WebSocketHandshakeErrc::unknown_target, 404, "Not Found");
   return {fmt::format("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
