@@ -25,7 +25,7 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& out_prefix)
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& out_prefix, int output_fd)
     : out_prefix_(out_prefix) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -35,8 +35,8 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int o = output_fd >= 0 ? output_fd : ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = output_fd >= 0 ? output_fd : ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int in = ::open("/dev/null", O_RDONLY);
     ::dup2(o, 1);
     ::dup2(e, 2);

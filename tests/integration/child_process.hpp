@@ -27,8 +27,9 @@ class TempDir {
 
 class ChildProcess {
  public:
-  // argv[0] is a path; output goes to `out_prefix`.stdout / .stderr.
-  ChildProcess(const std::vector<std::string>& argv, const std::string& out_prefix);
+  // argv[0] is a path; output goes to `out_prefix`.stdout / .stderr, or, with
+  // `output_fd` (a pipe's writing end, say), stdout and stderr both go there.
+  ChildProcess(const std::vector<std::string>& argv, const std::string& out_prefix, int output_fd = -1);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

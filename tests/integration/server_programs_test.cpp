@@ -2,6 +2,10 @@
 // "listening <proto> <address>:<port>" line on stdout and --port-file say so,
 // and a signal that arrives the instant it says so stops it cleanly, with its
 // report, never by the signal's default action.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -107,7 +111,7 @@ TEST(ServerPrograms, AnnounceTheirPortOnStdoutAndInThePortFile) {
 }
 
 // The race the convention closes: a supervisor (or a test) signals a server
-// the moment it announces itself. Before net::Server, the listening line came
+// (SIGTERM, SIGINT or SIGHUP) the moment it announces itself. Before net::Server, the listening line came
 // before the signal handler and such a SIGTERM killed the process (exit 143).
 TEST(ServerPrograms, ASignalTheInstantTheyAnnounceThemselvesStopsThemCleanly) {
   TempDir dir;
@@ -118,7 +122,9 @@ TEST(ServerPrograms, ASignalTheInstantTheyAnnounceThemselvesStopsThemCleanly) {
   for (int round = 0; round < kRounds; ++round) {
     for (const auto& p : programs) {
       SCOPED_TRACE(p.name + " round " + std::to_string(round));
-      const int signo = round % 2 == 0 ? SIGTERM : SIGINT;
+      // SIGHUP too (a closed terminal or session): before it was handled it
+      // ended every program at once, with no report.
+      const int signo = std::array{SIGTERM, SIGINT, SIGHUP}[static_cast<std::size_t>(round) % 3];
       Started s = start(dir, p, p.name + "-" + std::to_string(round));
       ASSERT_FALSE(s.proto.empty()) << "no listening line: " << s.stdout_text << s.process->stderr_text();
       s.process->send_signal(signo);
@@ -128,6 +134,40 @@ TEST(ServerPrograms, ASignalTheInstantTheyAnnounceThemselvesStopsThemCleanly) {
       EXPECT_NE(report_text(s.process->stdout_text()).find("\"tool\""), std::string::npos)
           << "no report: " << s.process->stdout_text();
     }
+  }
+}
+
+// A reader of a server's output that goes away (`volley target | head -1`)
+// must not kill it: writes to it fail instead, and the server stops with its
+// usual status. Before SIGPIPE was ignored, each program died of SIGPIPE (exit
+// 141) at the first line it wrote after the reader had gone: here its stop's
+// log line and report.
+TEST(ServerPrograms, AReaderOfTheirOutputThatGoesAwayDoesNotKillThem) {
+  TempDir dir;
+  for (const auto& p : server_programs(make_certs(dir))) {
+    SCOPED_TRACE(p.name);
+    int fds[2];
+    ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+    std::vector<std::string> argv{bin("volley")};
+    argv.insert(argv.end(), p.argv.begin(), p.argv.end());
+    ChildProcess server(argv, dir.file(p.name), fds[1]);
+    ::close(fds[1]);
+    // Read up to the listening line (log lines may come first; an error that
+    // ends the program ends the pipe), then the reader goes, as head does.
+    std::string text;
+    char c = 0;
+    while (text.find("listening ") == std::string::npos || c != '\n') {
+      if (::read(fds[0], &c, 1) != 1) break;
+      text += c;
+    }
+    ::close(fds[0]);
+    ASSERT_NE(text.find("listening "), std::string::npos) << text;
+    server.send_signal(SIGTERM);
+    const auto code = server.wait_for(20s);
+    ASSERT_TRUE(code.has_value()) << "did not stop";
+    // Its usual status (arq-recv's is 1 for a run that a signal interrupted),
+    // never a signal's.
+    EXPECT_LT(*code, 128) << (*code == 128 + SIGPIPE ? "killed by SIGPIPE" : "killed by a signal");
   }
 }
 

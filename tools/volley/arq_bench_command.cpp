@@ -22,6 +22,7 @@
 #include <volley/netem/udp_relay.hpp>
 
 #include "arq_commands.hpp"
+#include "output.hpp"
 #include "duration_flag.hpp"
 #include "arq_report.hpp"
 #include "child_processes.hpp"
@@ -296,12 +297,12 @@ int run_bench(const ArqOptions& o, BenchOptions b) {
   std::string error;
   for (const auto& v : b.variants) {
     if (!parse_arq_variant(v, error)) {
-      fmt::print(stderr, "volley arq-bench: {}\n", error);
+      tools::print(stderr, "volley arq-bench: {}\n", error);
       return 2;
     }
   }
   if (const std::string why = NamespaceLink::unavailable_reason(); b.tcp && !why.empty()) {
-    fmt::print(stderr, "volley arq-bench: no TCP baseline: {} (--no-tcp to silence)\n", why);
+    tools::print(stderr, "volley arq-bench: no TCP baseline: {} (--no-tcp to silence)\n", why);
     b.tcp = false;
   }
   if (b.tcp) NamespaceLink::remove_stale("vab");
@@ -320,7 +321,7 @@ int run_bench(const ArqOptions& o, BenchOptions b) {
         runs.push_back({&scenario, variant, static_cast<std::uint64_t>(seed),
                         fmt::format("s{}_{}_seed{}", scenario.number, variant.label(), seed)});
     }
-    fmt::print(stderr, "scenario {}: {}: {} run(s) at once, about {:.0f} s...\n", scenario.number, scenario.summary,
+    tools::print(stderr, "scenario {}: {}: {} run(s) at once, about {:.0f} s...\n", scenario.number, scenario.summary,
                runs.size(), static_cast<double>(scenario.count) * scenario.interval_ms / 1000 + 2);
     std::vector<std::thread> threads;
     for (auto& r : runs) {
@@ -328,7 +329,7 @@ int run_bench(const ArqOptions& o, BenchOptions b) {
         if (r.variant.kind == ArqVariant::Kind::arq) execute_arq(r, o);
         else if (r.variant.kind == ArqVariant::Kind::sctp) execute_sctp(r, o, b.out);
         else execute_tcp(r, o, b.out);
-        fmt::print(stderr, "  {}: {}/{} delivered in {:.1f} s{}\n", r.name, r.result.records.size(), r.scenario->count,
+        tools::print(stderr, "  {}: {}/{} delivered in {:.1f} s{}\n", r.name, r.result.records.size(), r.scenario->count,
                    r.result.seconds, r.result.error.empty() ? "" : " (" + r.result.error + ")");
       });
     }
@@ -343,8 +344,8 @@ int run_bench(const ArqOptions& o, BenchOptions b) {
     std::fflush(stdout);
   }
   std::ofstream(b.out + "/summary.json") << to_json_text(summary) << '\n';
-  fmt::print("\nper-message CSV and summary.json in {}; plots: /usr/bin/python3 bench/plot_arq.py {}\n", b.out, b.out);
-  if (failures > 0) fmt::print(stderr, "volley arq-bench: {} run(s) did not deliver everything (see the table)\n", failures);
+  tools::print("\nper-message CSV and summary.json in {}; plots: /usr/bin/python3 bench/plot_arq.py {}\n", b.out, b.out);
+  if (failures > 0) tools::print(stderr, "volley arq-bench: {} run(s) did not deliver everything (see the table)\n", failures);
   return 0;  // undelivered messages are a result to report (SCTP under burst loss), not a tool failure
 }
 
@@ -376,7 +377,7 @@ Runner add_arq_bench_command(CLI::App& app) {
   cmd->add_flag("--no-sctp{false}", b->sctp, "Skip the SCTP runs");
   return [o, b] {
     if (auto e = check_arq_options(*o); !e.empty()) {
-      fmt::print(stderr, "volley arq-bench: {}\n", e);
+      tools::print(stderr, "volley arq-bench: {}\n", e);
       return 2;
     }
     return run_bench(*o, *b);

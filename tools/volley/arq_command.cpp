@@ -15,6 +15,7 @@
 #include <volley/arq/udp_channel.hpp>
 
 #include "arq_commands.hpp"
+#include "output.hpp"
 #include "duration_flag.hpp"
 #include "arq_transport.hpp"
 #include "arq_messages.hpp"
@@ -68,7 +69,7 @@ std::string check_arq_options(const ArqOptions& o) {
 namespace {
 
 void print_delay_line(const char* tool, const ArqOptions& o, const char* what, const DelayStats& s, const std::string& error) {
-  fmt::print("{} ({}): {} messages; {} mean {:.3f} ms, median {:.3f} ms, stdev {:.3f} ms, min {:.3f} ms, "
+  tools::print("{} ({}): {} messages; {} mean {:.3f} ms, median {:.3f} ms, stdev {:.3f} ms, min {:.3f} ms, "
              "p99 {:.3f} ms, max {:.3f} ms{}\n",
              tool, o.protocol, s.count, what, s.mean, s.median, s.stdev, s.min, s.p99, s.max,
              error.empty() ? "" : "; error: " + error);
@@ -103,12 +104,12 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
   std::string problem = check_arq_options(o);
   if (problem.empty()) problem = check_program_design(design);
   if (!problem.empty()) {
-    fmt::print(stderr, "volley arq-recv: {}\n", problem);
+    tools::print(stderr, "volley arq-recv: {}\n", problem);
     return 2;
   }
   const auto listen = parse_udp_endpoint(o.address);
   if (!listen) {
-    fmt::print(stderr, "volley arq-recv: --listen must be ADDRESS:PORT\n");
+    tools::print(stderr, "volley arq-recv: --listen must be ADDRESS:PORT\n");
     return 2;
   }
   // Everything here runs on loops.executor() but the metrics endpoint's connections.
@@ -127,11 +128,11 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
     records.push_back({s.seq, s.input_ns, arq::ArqChannel::now().count()});
     if (o.echo && !transport->send(m) && error.empty()) error = "echo refused: " + transport->error();
   };
-  asio::signal_set signals(executor, SIGINT, SIGTERM);
+  asio::signal_set signals(executor, SIGINT, SIGTERM, SIGHUP);  // SIGHUP: as SIGTERM
   try {
     transport = listen_transport(executor, o, *listen, record);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "volley arq-recv: cannot listen on {}: {}\n", o.address, e.what());
+    tools::print(stderr, "volley arq-recv: cannot listen on {}: {}\n", o.address, e.what());
     return 1;
   }
   // After the peer's end: linger until it was quiet for kQuiet, at most kLingerMax.
@@ -200,23 +201,23 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
                              {"error", error}};
   for (auto& [key, value] : transport->report()) report[key] = value;
   if (o.json) {
-    fmt::print("{}\n", to_json_text(report));
+    tools::print("{}\n", to_json_text(report));
   } else {
     print_delay_line("arq-recv", o, "one-way delay", s, error);
     if (const auto* f = report.if_contains("foreign_datagrams"))
-      fmt::print("  foreign datagrams (not from the sender, ignored): {}\n", f->as_uint64());
+      tools::print("  foreign datagrams (not from the sender, ignored): {}\n", f->as_uint64());
   }
   return error.empty() ? 0 : 1;
 }
 
 int run_send(const ArqOptions& o) {
   if (auto e = check_arq_options(o); !e.empty()) {
-    fmt::print(stderr, "volley arq-send: {}\n", e);
+    tools::print(stderr, "volley arq-send: {}\n", e);
     return 2;
   }
   const auto to = parse_udp_endpoint(o.address);
   if (!to) {
-    fmt::print(stderr, "volley arq-send: --to must be ADDRESS:PORT\n");
+    tools::print(stderr, "volley arq-send: --to must be ADDRESS:PORT\n");
     return 2;
   }
   asio::io_context loop(1);
@@ -274,7 +275,7 @@ int run_send(const ArqOptions& o) {
   try {
     transport = connect_transport(loop.get_executor(), o, *to, on_echo);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "volley arq-send: cannot reach {}: {}\n", o.address, e.what());
+    tools::print(stderr, "volley arq-send: cannot reach {}: {}\n", o.address, e.what());
     return 1;
   }
   // Pacing starts once the transport is up: SCTP's association setup is not a message's delay.
@@ -297,16 +298,16 @@ int run_send(const ArqOptions& o) {
   if (o.echo) report["round_trip"] = to_json(delay_stats(round_trips));
   for (auto& [key, value] : transport->report()) report[key] = value;
   if (o.json) {
-    fmt::print("{}\n", to_json_text(report));
+    tools::print("{}\n", to_json_text(report));
     return error.empty() ? 0 : 1;
   }
   if (o.echo) print_delay_line("arq-send", o, "round trip", delay_stats(round_trips), error);
   else
-    fmt::print("arq-send ({}): {} messages in {:.3f} s{}\n", o.protocol, next, seconds,
+    tools::print("arq-send ({}): {} messages in {:.3f} s{}\n", o.protocol, next, seconds,
                error.empty() ? "" : "; error: " + error);
   if (const auto* s = report.if_contains("sender")) {
     const auto& sender = s->as_object();
-    fmt::print("  {} packets, {} retransmissions ({} timeouts, {} fast); all bytes sent per payload byte {:.3f}\n",
+    tools::print("  {} packets, {} retransmissions ({} timeouts, {} fast); all bytes sent per payload byte {:.3f}\n",
                sender.at("packets_sent").as_uint64(), sender.at("retransmissions").as_uint64(),
                sender.at("timeouts").as_uint64(), sender.at("fast_retransmits").as_uint64(),
                payload_bytes ? static_cast<double>(report.at("bytes_sent").as_uint64()) / static_cast<double>(payload_bytes) : 0.0);

@@ -1,4 +1,5 @@
 #include "arq_report.hpp"
+#include "output.hpp"
 
 #include <algorithm>
 
@@ -13,9 +14,9 @@ double per_payload(std::uint64_t bytes, std::uint64_t payload) {
 }  // namespace
 
 void print_arq_table_header() {
-  fmt::print("| scenario | variant | seed | delivered | mean ms | median ms | stdev ms | min ms | p99 ms | max ms | "
+  tools::print("| scenario | variant | seed | delivered | mean ms | median ms | stdev ms | min ms | p99 ms | max ms | "
              "retransmissions | lost and rebuilt by FEC | data bytes per payload byte | all bytes per payload byte |\n");
-  fmt::print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  tools::print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 }
 
 void print_arq_row(const ArqScenario& scenario, const ArqVariant& variant, std::uint64_t seed, const ArqRunResult& r) {
@@ -23,7 +24,7 @@ void print_arq_row(const ArqScenario& scenario, const ArqVariant& variant, std::
   // TCP keeps its retransmissions and bytes to itself: not shown rather than shown as zero.
   const bool known = variant.kind != ArqVariant::Kind::tcp;
   const auto or_na = [known](std::string text) { return known ? text : std::string("n/a"); };
-  fmt::print("| {} | {} | {} | {}/{} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {} | {} | {} | {} |{}\n",
+  tools::print("| {} | {} | {} | {}/{} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {} | {} | {} | {} |{}\n",
              scenario.number, variant.name(), seed, s.count, scenario.count, s.mean, s.median, s.stdev, s.min, s.p99,
              s.max, or_na(std::to_string(r.sender.retransmissions)),
              or_na(variant.fec ? std::to_string(r.fec_decoder.recovered - r.fec_decoder.originals_after_rebuild) : "-"),

@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "arq_report.hpp"
+#include "output.hpp"
 #include "duration_flag.hpp"
 #include "commands.hpp"
 #include "json_output.hpp"
@@ -31,7 +32,7 @@ int run_sim(const SimCommandOptions& o) {
     std::string error;
     const auto v = parse_arq_variant(text, error);
     if (!v || v->kind != ArqVariant::Kind::arq) {
-      fmt::print(stderr, "volley arq-sim: {}\n", v ? "the simulation runs ARQ variants only (no tcp)" : error);
+      tools::print(stderr, "volley arq-sim: {}\n", v ? "the simulation runs ARQ variants only (no tcp)" : error);
       return 2;
     }
     chosen.push_back(*v);
@@ -44,7 +45,7 @@ int run_sim(const SimCommandOptions& o) {
     const ArqScenario* scenario = find_arq_scenario(number);
     const auto variants = chosen.empty() ? default_arq_variants(*scenario) : chosen;
     const int seeds = o.seeds > 0 ? o.seeds : scenario->seeds;
-    fmt::print(stderr, "scenario {}: {}\n", scenario->number, scenario->summary);
+    tools::print(stderr, "scenario {}: {}\n", scenario->number, scenario->summary);
     for (const auto& variant : variants) {
       for (int seed = 1; seed <= seeds; ++seed) {
         const ArqRunResult r = simulate_arq(*scenario, variant, o.sim, static_cast<std::uint64_t>(seed));
@@ -60,7 +61,7 @@ int run_sim(const SimCommandOptions& o) {
     }
   }
   if (!o.out.empty()) std::ofstream(o.out + "/summary.json") << to_json_text(summary) << '\n';
-  if (o.json) fmt::print("{}\n", to_json_text(summary));
+  if (o.json) tools::print("{}\n", to_json_text(summary));
   return failures == 0 ? 0 : 1;
 }
 

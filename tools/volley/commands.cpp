@@ -1,5 +1,6 @@
 #include "commands.hpp"
 
+#include <csignal>
 #include <exception>
 #include <string>
 
@@ -10,6 +11,10 @@
 namespace volley::tools {
 
 int run_command(const Runner& run) {
+  // A reader of our output that has gone (a pipe into `head`) must not kill
+  // the program: writes to it fail instead, and output.hpp drops them. The
+  // sockets never raise SIGPIPE (MSG_NOSIGNAL).
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     return run();
   } catch (const std::exception& e) {

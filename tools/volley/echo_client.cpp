@@ -16,6 +16,7 @@
 #include <volley/net/websocket.hpp>
 
 #include "commands.hpp"
+#include "output.hpp"
 #include "duration_flag.hpp"
 #include "echo_client_connection.hpp"
 #include "echo_client_stream.hpp"
@@ -116,7 +117,7 @@ int run_echo_client(const EchoClientOptions& o) {
   const auto done = [&remaining] { --remaining; };
 
   if (!o.json) {
-    fmt::print("Server address: {}\nServer port: {}\nProtocol: {}\nNumber of Threads: {}\nNumber of Clients: {}\n"
+    tools::print("Server address: {}\nServer port: {}\nProtocol: {}\nNumber of Threads: {}\nNumber of Clients: {}\n"
                "Number of Concurrent Messages: {}\nMessage Size (bytes): {}\nSeconds for Benchmarking: {}\n\n",
                o.address, o.port, to_string(o.proto), loops.size(), o.clients, run.in_flight, o.size, o.seconds);
     std::fflush(stdout);
@@ -157,7 +158,7 @@ int run_echo_client(const EchoClientOptions& o) {
     const double t = seconds_since(start);
     if (o.progress && static_cast<long>(t * 10) % 10 == 0 && t >= 1.0) {
       const Totals now = sum(counters);
-      fmt::print(stderr, "[echo-client {:5.1f}s] {:>10} msgs/s {:>8.1f} MB/s | {} errors\n", t,
+      tools::print(stderr, "[echo-client {:5.1f}s] {:>10} msgs/s {:>8.1f} MB/s | {} errors\n", t,
                  now.messages - last.messages, static_cast<double>(now.bytes_received - last.bytes_received) / 1e6,
                  now.errors);
       last = now;
@@ -200,16 +201,16 @@ int run_echo_client(const EchoClientOptions& o) {
                                         {"max", rtt.max()},              {"mean", rtt.mean()}};
       r["round_trips_per_s"] = secs > 0 ? static_cast<double>(rtt.count()) / secs : 0.0;
     }
-    fmt::print("{}\n", to_json_text(r));
+    tools::print("{}\n", to_json_text(r));
   } else {
-    fmt::print("Errors: {}\n\nTotal Time: {} ns\nTotal Data: {} bytes\nTotal Messages: {}\nData throughput: {} bytes/s\n"
+    tools::print("Errors: {}\n\nTotal Time: {} ns\nTotal Data: {} bytes\nTotal Messages: {}\nData throughput: {} bytes/s\n"
                "Average Message Latency: {} ns\nMessage Throughput: {} msgs/s\n",
                errors, total_ns, t.bytes_received, t.messages, static_cast<std::uint64_t>(bytes_per_s), latency_ns,
                static_cast<std::uint64_t>(msgs_per_s));
-    fmt::print("(Average Message Latency is total time / messages: inverse throughput, not a round trip; --rtt measures round trips)\n");
+    tools::print("(Average Message Latency is total time / messages: inverse throughput, not a round trip; --rtt measures round trips)\n");
     if (o.rtt) {
       const auto us = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e3; };
-      fmt::print("\nRound trips: {} (one message in flight per client)\n"
+      tools::print("\nRound trips: {} (one message in flight per client)\n"
                  "Round trip (us): min {:.1f}  p50 {:.1f}  p90 {:.1f}  p99 {:.1f}  p99.9 {:.1f}  max {:.1f}\n"
                  "Round trips per second: {:.0f}\n",
                  rtt.count(), us(rtt.min()), us(rtt.percentile(50)), us(rtt.percentile(90)), us(rtt.percentile(99)),

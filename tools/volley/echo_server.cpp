@@ -18,6 +18,7 @@
 #include <volley/net/udp_endpoint.hpp>
 
 #include "commands.hpp"
+#include "output.hpp"
 #include "duration_flag.hpp"
 #include "echo_common.hpp"
 #include "file_limit.hpp"
@@ -241,7 +242,7 @@ int run_echo_server(const EchoServerOptions& o) {
   ProgressTimer progress(server.control_loop(), [&] {
     const EchoServerTotals now = sum();
     if (now.bytes != last.bytes)
-      fmt::print(stderr, "[echo-server {:6.1f}s] {:>9.1f} MB/s echoed | {} connections, {} errors\n",
+      tools::print(stderr, "[echo-server {:6.1f}s] {:>9.1f} MB/s echoed | {} connections, {} errors\n",
                  seconds_since(start), static_cast<double>(now.bytes - last.bytes) / 1e6, now.connections, now.errors);
     last = now;
   });
@@ -275,12 +276,12 @@ int run_echo_server(const EchoServerOptions& o) {
     std::uint64_t drops = 0;
     for (const auto& u : udp) drops += u->kernel_drops();
     report["kernel_drops"] = drops;
-    if (!o.json) fmt::print("datagrams the kernel dropped (receive buffers full): {}\n", drops);
+    if (!o.json) tools::print("datagrams the kernel dropped (receive buffers full): {}\n", drops);
   }
   if (o.json) {
-    fmt::print("{}\n", to_json_text(report));
+    tools::print("{}\n", to_json_text(report));
   } else {
-    fmt::print("connections {}, bytes echoed {}, datagrams {}, errors {}, handshake failures (TLS, WebSocket upgrade) {}, "
+    tools::print("connections {}, bytes echoed {}, datagrams {}, errors {}, handshake failures (TLS, WebSocket upgrade) {}, "
                "refused (out of descriptors) {}\n",
                t.connections, t.bytes, t.datagrams, t.errors, t.handshake_failures, server.refused_connections());
   }

@@ -17,6 +17,7 @@
 #include <volley/net/tcp_connect.hpp>
 
 #include "commands.hpp"
+#include "output.hpp"
 #include "duration_flag.hpp"
 #include "gen_connection.hpp"
 #include "json_output.hpp"
@@ -128,38 +129,38 @@ Summary summarize(const GenConfig& config, const std::vector<std::unique_ptr<Gen
 void print_text(const GenOptions& o, const GenConfig& config, const Summary& s) {
   const double msgs = static_cast<double>(s.frames());
   const double secs = s.seconds > 0 ? s.seconds : 1e-9;
-  fmt::print("volley gen report: {}:{}, {} connection(s), {:.3f} s of sending{}\n", o.host, o.port, o.connections,
+  tools::print("volley gen report: {}:{}, {} connection(s), {:.3f} s of sending{}\n", o.host, o.port, o.connections,
              s.seconds, o.rate > 0 ? fmt::format(", paced at {:.0f} msgs/s", o.rate) : std::string(", unpaced"));
-  fmt::print("  {:<6} {:<13} {:>8} {:>5} {:>14} {:>16}\n", "type", "name", "size", "frac", "frames", "bytes");
+  tools::print("  {:<6} {:<13} {:>8} {:>5} {:>14} {:>16}\n", "type", "name", "size", "frac", "frames", "bytes");
   for (std::size_t i = 0; i < config.specs.size(); ++i) {
     const auto& spec = config.specs[i];
-    fmt::print("  {:04x}   {:<13} {:>8} {:>5} {:>14} {:>16}\n", spec.type, type_label(spec.type), spec.size,
+    tools::print("  {:04x}   {:<13} {:>8} {:>5} {:>14} {:>16}\n", spec.type, type_label(spec.type), spec.size,
                spec.fraction, s.merged.frames_per_spec[i], s.merged.bytes_per_spec[i]);
   }
-  fmt::print("  total  {:>42} {:>16}\n", s.frames(), s.bytes());
-  fmt::print("  throughput: {:.0f} msgs/s, {:.1f} MB/s; {:.1f} ns per message (inverse throughput, not latency)\n",
+  tools::print("  total  {:>42} {:>16}\n", s.frames(), s.bytes());
+  tools::print("  throughput: {:.0f} msgs/s, {:.1f} MB/s; {:.1f} ns per message (inverse throughput, not latency)\n",
              msgs / secs, static_cast<double>(s.bytes()) / secs / 1e6, secs * 1e9 / std::max(msgs, 1.0));
   const auto& r = s.merged;
   if (r.acks + r.nacks + r.ack_checksums > 0) {
     const auto& h = r.rtt_ns;
-    fmt::print("  replies: ack {}, nack {}, ack-checksum {} ({} checksum mismatches), unmatched {}, requests unanswered {}\n",
+    tools::print("  replies: ack {}, nack {}, ack-checksum {} ({} checksum mismatches), unmatched {}, requests unanswered {}\n",
                r.acks, r.nacks, r.ack_checksums, r.checksum_mismatches, r.unmatched_replies, s.unanswered(config));
-    fmt::print("  control round trip (us): p50 {:.1f}  p90 {:.1f}  p99 {:.1f}  p99.9 {:.1f}  max {:.1f}  ({} samples)\n",
+    tools::print("  control round trip (us): p50 {:.1f}  p90 {:.1f}  p99 {:.1f}  p99.9 {:.1f}  max {:.1f}  ({} samples)\n",
                static_cast<double>(h.percentile(50)) / 1e3, static_cast<double>(h.percentile(90)) / 1e3,
                static_cast<double>(h.percentile(99)) / 1e3, static_cast<double>(h.percentile(99.9)) / 1e3,
                static_cast<double>(h.max()) / 1e3, h.count());
   } else {
-    fmt::print("  replies: none (start the target with --reply ack to measure control round trips)\n");
+    tools::print("  replies: none (start the target with --reply ack to measure control round trips)\n");
   }
   if (r.unexpected_frames + r.protocol_errors > 0)
-    fmt::print("  unexpected frames from the target: {}, undecodable input: {}\n", r.unexpected_frames,
+    tools::print("  unexpected frames from the target: {}, undecodable input: {}\n", r.unexpected_frames,
                r.protocol_errors);
   if (o.heartbeat_ms > 0 || r.keepalives_in > 0)
-    fmt::print("  keepalives: received {}, sent {} (heartbeats {})\n", r.keepalives_in, r.keepalives_out,
+    tools::print("  keepalives: received {}, sent {} (heartbeats {})\n", r.keepalives_in, r.keepalives_out,
                o.heartbeat_ms > 0 ? fmt::format("every {} ms", o.heartbeat_ms) : std::string("off"));
   if (r.refused_sends > 0)
-    fmt::print("  sends refused over the session's high-water mark (sent again later): {}\n", r.refused_sends);
-  for (const auto& p : s.close_problems) fmt::print("  connection ended early: {}\n", p);
+    tools::print("  sends refused over the session's high-water mark (sent again later): {}\n", r.refused_sends);
+  for (const auto& p : s.close_problems) tools::print("  connection ended early: {}\n", p);
 }
 
 boost::json::object to_json(const GenOptions& o, const GenConfig& config, const Summary& s) {
@@ -222,13 +223,13 @@ int run_gen(const GenOptions& o) {
     std::string error;
     const auto spec = parse_spec(text, error);
     if (!spec) {
-      fmt::print(stderr, "volley gen: -m {}\n", error);
+      tools::print(stderr, "volley gen: -m {}\n", error);
       return 2;
     }
     config.specs.push_back(*spec);
   }
   if (const std::string error = validate_specs(config.specs, o.allow_invalid); !error.empty()) {
-    fmt::print(stderr, "volley gen: {}\n", error);
+    tools::print(stderr, "volley gen: {}\n", error);
     return 2;
   }
   config.order = interleave(config.specs);
@@ -254,7 +255,7 @@ int run_gen(const GenOptions& o) {
     boost::system::error_code ec;
     auto socket = net::connect_tcp(loop, o.host, o.port, std::chrono::seconds(5), ec);
     if (ec) {
-      fmt::print(stderr, "volley gen: cannot connect to {}:{}: {}\n", o.host, o.port, ec.message());
+      tools::print(stderr, "volley gen: cannot connect to {}:{}: {}\n", o.host, o.port, ec.message());
       return 1;
     }
     gens.push_back(std::make_unique<GenConnection>(config, i, loop));
@@ -268,7 +269,7 @@ int run_gen(const GenOptions& o) {
   asio::io_context main_loop(1);
   std::atomic<std::size_t> finished{0};
   asio::steady_timer progress(main_loop);
-  asio::signal_set signals(main_loop, SIGINT, SIGTERM);
+  asio::signal_set signals(main_loop, SIGINT, SIGTERM, SIGHUP);  // SIGHUP: as SIGTERM
   bool done = false;  // a cancel() can miss a tick whose handler is already queued
   auto all_done = [&] {
     done = true;
@@ -296,7 +297,7 @@ int run_gen(const GenOptions& o) {
         bytes += g->bytes_sent();
         replies += g->replies();
       }
-      fmt::print(stderr, "[gen {:6.1f}s] {:>10} msgs/s {:>9.1f} MB/s | total {} msgs, {} replies\n",
+      tools::print(stderr, "[gen {:6.1f}s] {:>10} msgs/s {:>9.1f} MB/s | total {} msgs, {} replies\n",
                  seconds_since(start), frames - last_frames, static_cast<double>(bytes - last_bytes) / 1e6, frames,
                  replies);
       last_frames = frames;
@@ -317,7 +318,7 @@ int run_gen(const GenOptions& o) {
 
   const Summary summary = summarize(config, gens);
   if (o.json) {
-    fmt::print("{}\n", to_json_text(to_json(o, config, summary)));
+    tools::print("{}\n", to_json_text(to_json(o, config, summary)));
   } else {
     print_text(o, config, summary);
   }

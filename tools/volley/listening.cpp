@@ -1,4 +1,5 @@
 #include "listening.hpp"
+#include "output.hpp"
 
 #include "duration_flag.hpp"
 
@@ -96,7 +97,7 @@ void announce_listening(std::string_view proto, const std::string& address, std:
       throw std::runtime_error(fmt::format("cannot write --port-file {}: {}", port_file, std::strerror(error)));
     }
   }
-  fmt::print("listening {} {}:{}\n", proto, address, port);
+  tools::print("listening {} {}:{}\n", proto, address, port);
   std::fflush(stdout);
 }
 

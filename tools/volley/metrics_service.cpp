@@ -1,4 +1,5 @@
 #include "metrics_service.hpp"
+#include "output.hpp"
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -33,7 +34,7 @@ void MetricsService::start() {
   if (!endpoint_) return;
   endpoint_->start();
   const auto local = endpoint_->local_endpoint();
-  fmt::print("metrics http {}:{}\n", local.address().to_string(), local.port());
+  tools::print("metrics http {}:{}\n", local.address().to_string(), local.port());
   std::fflush(stdout);
   spdlog::info("metrics at http://{}:{}/metrics", local.address().to_string(), local.port());
 }

@@ -20,6 +20,7 @@
 #include <volley/netem/udp_relay.hpp>
 
 #include "commands.hpp"
+#include "output.hpp"
 #include "duration_flag.hpp"
 #include "endpoint.hpp"
 #include "json_output.hpp"
@@ -98,7 +99,7 @@ int serve(ProgramLoops& loops, Relay& relay, const NetemOptions& o, const netem:
   const auto start = Clock::now();
   const auto& executor = loops.executor();
   asio::steady_timer progress(executor), deadline(executor);
-  asio::signal_set signals(executor, SIGINT, SIGTERM);
+  asio::signal_set signals(executor, SIGINT, SIGTERM, SIGHUP);  // SIGHUP: as SIGTERM
   asio::signal_set toggles(executor, SIGUSR1);  // cuts the link and restores it, to test a peer mid-run
   bool stopping = false;
   MetricsService metrics(executor, loops.metrics_workers(), o.metrics,
@@ -120,7 +121,7 @@ int serve(ProgramLoops& loops, Relay& relay, const NetemOptions& o, const netem:
     progress.expires_after(std::chrono::seconds(1));
     progress.async_wait([&](const boost::system::error_code& ec) {
       if (ec || stopping) return;
-      fmt::print(stderr, "[netem {:6.1f}s] up: {} | down: {}\n", seconds_since(start),
+      tools::print(stderr, "[netem {:6.1f}s] up: {} | down: {}\n", seconds_since(start),
                  one_line(relay.core().up().counters()), one_line(relay.core().down().counters()));
       tick();
     });
@@ -151,7 +152,7 @@ int serve(ProgramLoops& loops, Relay& relay, const NetemOptions& o, const netem:
     try {
       capture.emplace(o.pcap);
     } catch (const std::exception& e) {
-      fmt::print(stderr, "volley netem: --pcap: {}\n", e.what());
+      tools::print(stderr, "volley netem: --pcap: {}\n", e.what());
       return 1;
     }
     relay.capture_to(*capture);
@@ -200,20 +201,20 @@ int serve(ProgramLoops& loops, Relay& relay, const NetemOptions& o, const netem:
       extra["clients"] = {{"opened", c.opened},   {"expired", c.expired}, {"refused", c.refused},
                           {"orphaned", c.orphaned}, {"live", relay.clients()}};
     }
-    fmt::print("{}\n", to_json_text(extra));
+    tools::print("{}\n", to_json_text(extra));
   } else {
-    fmt::print("volley netem report: {:.3f} s, seed {}\n", seconds_since(start), o.seed);
-    fmt::print("  up   ({}): {}\n", up.describe(), one_line(u));
-    fmt::print("  down ({}): {}\n", down.describe(), one_line(d));
-    fmt::print("  link down drops: up {}, down {}; send failures {}, receive errors {}\n", u.link_down, d.link_down,
+    tools::print("volley netem report: {:.3f} s, seed {}\n", seconds_since(start), o.seed);
+    tools::print("  up   ({}): {}\n", up.describe(), one_line(u));
+    tools::print("  down ({}): {}\n", down.describe(), one_line(d));
+    tools::print("  link down drops: up {}, down {}; send failures {}, receive errors {}\n", u.link_down, d.link_down,
                relay.errors().send_failures, relay.errors().receive_errors);
     if (capture)
-      fmt::print("  capture: {} packets written to {} ({} write errors)\n", capture->packets(), o.pcap, capture->errors());
+      tools::print("  capture: {} packets written to {} ({} write errors)\n", capture->packets(), o.pcap, capture->errors());
     if constexpr (requires { relay.client_counts(); }) {
       const auto& c = relay.client_counts();
-      fmt::print("  clients: {} opened, {} expired when idle, {} refused, {} live; {} packets for forgotten clients dropped\n",
+      tools::print("  clients: {} opened, {} expired when idle, {} refused, {} live; {} packets for forgotten clients dropped\n",
                  c.opened, c.expired, c.refused, relay.clients(), c.orphaned);
-      fmt::print("  datagrams the kernel dropped (a receive buffer full): {}\n", relay.kernel_drops());
+      tools::print("  datagrams the kernel dropped (a receive buffer full): {}\n", relay.kernel_drops());
     }
   }
   return 0;
@@ -223,12 +224,12 @@ bool parse_both(const NetemOptions& o, netem::Impairment& up, netem::Impairment&
   std::string error;
   auto u = netem::parse_impairment(o.up, error);
   if (!u) {
-    fmt::print(stderr, "volley netem: --up: {}\n", error);
+    tools::print(stderr, "volley netem: --up: {}\n", error);
     return false;
   }
   auto d = netem::parse_impairment(o.down, error);
   if (!d) {
-    fmt::print(stderr, "volley netem: --down: {}\n", error);
+    tools::print(stderr, "volley netem: --down: {}\n", error);
     return false;
   }
   up = *u;
@@ -242,12 +243,12 @@ int run_udp(const NetemOptions& o) {
   const auto listen = parse_udp_endpoint(o.listen);
   const auto forward = parse_udp_endpoint(o.forward);
   if (!listen || !forward) {
-    fmt::print(stderr, "volley netem: '{}': expected a numeric ADDRESS:PORT such as 127.0.0.1:9000\n",
+    tools::print(stderr, "volley netem: '{}': expected a numeric ADDRESS:PORT such as 127.0.0.1:9000\n",
                listen ? o.forward : o.listen);
     return 2;
   }
   if (auto e = check_program_design(o.design); !e.empty()) {
-    fmt::print(stderr, "volley netem: {}\n", e);
+    tools::print(stderr, "volley netem: {}\n", e);
     return 2;
   }
   ProgramLoops loops(o.design);
@@ -258,7 +259,7 @@ int run_udp(const NetemOptions& o) {
         .client_idle = std::chrono::milliseconds(static_cast<std::int64_t>(o.client_idle_s * 1000))};
     relay = std::make_unique<netem::UdpRelay>(loops.executor(), *listen, *forward, up, down, o.seed, limits);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "volley netem: cannot listen on {}: {}\n", o.listen, e.what());
+    tools::print(stderr, "volley netem: cannot listen on {}: {}\n", o.listen, e.what());
     return 1;
   }
   const auto local = relay->local_endpoint();
@@ -277,7 +278,7 @@ int run_tun(const NetemOptions& o) {
   netem::Impairment up, down;
   if (!parse_both(o, up, down)) return 2;
   if (auto e = check_program_design(o.design); !e.empty()) {
-    fmt::print(stderr, "volley netem tun: {}\n", e);
+    tools::print(stderr, "volley netem tun: {}\n", e);
     return 2;
   }
   std::string error;
@@ -285,7 +286,7 @@ int run_tun(const NetemOptions& o) {
   const int b = a < 0 ? -1 : netem::open_tun(o.dev_b, error);
   if (a < 0 || b < 0) {
     if (a >= 0) ::close(a);
-    fmt::print(stderr, "volley netem tun: {}\n", error);
+    tools::print(stderr, "volley netem tun: {}\n", error);
     return 1;
   }
   ProgramLoops loops(o.design);
@@ -340,7 +341,7 @@ Runner add_netem_command(CLI::App& app) {
   return [o, tun]() -> int {
     if (tun->parsed()) return run_tun(*o);
     if (o->forward.empty()) {
-      fmt::print(stderr, "volley netem: --forward ADDRESS:PORT is required (or use `volley netem tun`)\n");
+      tools::print(stderr, "volley netem: --forward ADDRESS:PORT is required (or use `volley netem tun`)\n");
       return 2;
     }
     return run_udp(*o);

@@ -17,6 +17,7 @@
 #include <volley/net/tcp_connect.hpp>
 
 #include "commands.hpp"
+#include "output.hpp"
 #include "json_output.hpp"
 #include "pingpong_client.hpp"
 #include "session_options.hpp"
@@ -96,7 +97,7 @@ int run_pingpong(const PingPongOptions& o) {
     std::function<void(const PingStepResult&)> progress;
     if (o.group != 3 && o.progress) {
       progress = [](const PingStepResult& r) {
-        fmt::print(stderr, "[pingpong] {} B x {}: p50 {:.1f} us, p99 {:.1f} us, {:.1f} ms\n", r.step.size,
+        tools::print(stderr, "[pingpong] {} B x {}: p50 {:.1f} us, p99 {:.1f} us, {:.1f} ms\n", r.step.size,
                    r.step.messages, r.rtt_ns.percentile(50) / 1e3, r.rtt_ns.percentile(99) / 1e3, r.seconds() * 1e3);
       };
     }
@@ -158,11 +159,11 @@ int run_pingpong(const PingPongOptions& o) {
     report["p50_us"] = all.percentile(50) / 1e3;
     report["p99_us"] = all.percentile(99) / 1e3;
     if (o.json) {
-      fmt::print("{}\n", to_json_text(report));
+      tools::print("{}\n", to_json_text(report));
     } else {
-      fmt::print("| number of clients | queries per client | time (ms) | QPS | round trip p50 (ms) | p99 (ms) |\n");
-      fmt::print("| --- | --- | --- | --- | --- | --- |\n");
-      fmt::print("| {} | {} | {:.3f} | {:.0f} | {:.4f} | {:.4f} |\n", clients, o.messages, seconds * 1e3, qps,
+      tools::print("| number of clients | queries per client | time (ms) | QPS | round trip p50 (ms) | p99 (ms) |\n");
+      tools::print("| --- | --- | --- | --- | --- | --- |\n");
+      tools::print("| {} | {} | {:.3f} | {:.0f} | {:.4f} | {:.4f} |\n", clients, o.messages, seconds * 1e3, qps,
                  ms(all.percentile(50)), ms(all.percentile(99)));
     }
     return status;
@@ -170,24 +171,24 @@ int run_pingpong(const PingPongOptions& o) {
 
   boost::json::array rows;
   if (!o.json) {
-    fmt::print("Group {}: {} ({} ms, one client)\n", o.group,
+    tools::print("Group {}: {} ({} ms, one client)\n", o.group,
                o.group == 1 ? "one message at a time, round trip per message" : "bursts, round trip per message",
                "times in");
-    fmt::print("| payload size | messages | max | min | avg | p50 | p99 |{}\n", o.group == 2 ? " burst total |" : "");
-    fmt::print("| --- | --- | --- | --- | --- | --- | --- |{}\n", o.group == 2 ? " --- |" : "");
+    tools::print("| payload size | messages | max | min | avg | p50 | p99 |{}\n", o.group == 2 ? " burst total |" : "");
+    tools::print("| --- | --- | --- | --- | --- | --- | --- |{}\n", o.group == 2 ? " --- |" : "");
   }
   for (const auto& r : runners.front()->results()) {
     if (r.step.warmup || r.finished == PingPongClient::Clock::time_point{}) continue;
     rows.push_back(step_json(r));
     if (!o.json) {
       const auto& h = r.rtt_ns;
-      fmt::print("| {} | {} | {:.4f} | {:.4f} | {:.4f} | {:.4f} | {:.4f} |{}\n", r.step.size, r.step.messages,
+      tools::print("| {} | {} | {:.4f} | {:.4f} | {:.4f} | {:.4f} | {:.4f} |{}\n", r.step.size, r.step.messages,
                  ms(h.max()), ms(h.min()), h.mean() / 1e6, ms(h.percentile(50)), ms(h.percentile(99)),
                  o.group == 2 ? fmt::format(" {:.3f} |", r.seconds() * 1e3) : "");
     }
   }
   report["results"] = rows;
-  if (o.json) fmt::print("{}\n", to_json_text(report));
+  if (o.json) tools::print("{}\n", to_json_text(report));
   return status;
 }
 

@@ -19,6 +19,7 @@
 #include <volley/net/session.hpp>
 
 #include "commands.hpp"
+#include "output.hpp"
 #include "file_limit.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
@@ -212,7 +213,7 @@ int run_server(const ServerOptions& o) {
       open += t.live_opened.load() - t.live_closed.load();
     }
     if (messages != last_messages)
-      fmt::print(stderr, "[pingpong-server {:6.1f}s] {:>10} msgs/s | {} sessions open\n", seconds_since(start),
+      tools::print(stderr, "[pingpong-server {:6.1f}s] {:>10} msgs/s | {} sessions open\n", seconds_since(start),
                  messages - last_messages, open);
     last_messages = messages;
   });
@@ -254,9 +255,9 @@ int run_server(const ServerOptions& o) {
                              {"handshake_failures", server.handshake_failures()},
                              {"aborted_at_shutdown", server.aborted_at_shutdown()}};
   if (o.json) {
-    fmt::print("{}\n", to_json_text(report));
+    tools::print("{}\n", to_json_text(report));
   } else {
-    fmt::print("sessions {}, messages in {} out {}, heartbeats in {} out {}, protocol errors {}, high-water events {}\n",
+    tools::print("sessions {}, messages in {} out {}, heartbeats in {} out {}, protocol errors {}, high-water events {}\n",
                sum.opened, sum.stats.messages_in, sum.stats.messages_out, sum.stats.heartbeats_in,
                sum.stats.heartbeats_out, sum.stats.protocol_errors, sum.stats.high_water_events);
   }

@@ -17,6 +17,7 @@
 #include <volley/rpc/frame.hpp>
 #include <volley/rpc/server.hpp>
 #include "benchmark_messages.hpp"
+#include "output.hpp"
 
 #include "commands.hpp"
 #include "duration_flag.hpp"
@@ -78,7 +79,7 @@ int run_server(const RpcOptions& o) {
                               pool ? &stats_locks[worker] : nullptr);
     });
   } catch (const std::exception& e) {
-    fmt::print(stderr, "volley rpc-server: cannot listen on {}:{}: {}\n", o.listen.bind, o.listen.port, e.what());
+    tools::print(stderr, "volley rpc-server: cannot listen on {}:{}: {}\n", o.listen.bind, o.listen.port, e.what());
     return 1;
   }
   // Each worker's stats are its loop's: a scrape copies them there. Sessions'
@@ -140,7 +141,7 @@ int run_server(const RpcOptions& o) {
   for (std::size_t k = 0; k < net::CloseReason::kKinds; ++k)
     closes[net::to_string(static_cast<net::CloseReason::Kind>(k))] = sum.closes[k];
   if (o.json) {
-    fmt::print("{}\n", to_json_text(boost::json::object{
+    tools::print("{}\n", to_json_text(boost::json::object{
                            {"tool", "volley rpc-server"},
                            {"calls", served.load()},
                            {"sessions", sum.sessions},
@@ -156,7 +157,7 @@ int run_server(const RpcOptions& o) {
                            {"handshake_failures", server.handshake_failures()},
                            {"aborted_at_shutdown", server.aborted_at_shutdown()}}));
   } else {
-    fmt::print("volley rpc-server: {} calls answered; {} sessions, {} requests, {} error replies, {} protocol errors, "
+    tools::print("volley rpc-server: {} calls answered; {} sessions, {} requests, {} error replies, {} protocol errors, "
                "{} closed silent (heartbeat timeout)\n",
                served.load(), sum.sessions, sum.requests, sum.error_replies, sum.traffic.protocol_errors,
                sum.closes[static_cast<std::size_t>(net::CloseReason::Kind::heartbeat_timeout)]);
@@ -243,15 +244,15 @@ Exchange run_exchange(const RpcOptions& o, const std::string& name, std::uint32_
 void print_seed_lines(const Exchange& x) {
   const double avg_us = x.round_trips ? static_cast<double>(x.rtt_ns.mean()) / 1e3 : 0;
   const std::uint64_t ser_count = 2 * x.round_trips;
-  fmt::print("{} round trip count: {}\n", x.name, x.round_trips);
-  fmt::print("{} round trip avg: {:.3f} mcs\n", x.name, avg_us);
-  fmt::print("{} round trip total: {:.3f} s\n", x.name, x.seconds);
-  fmt::print("{} round trip p50 / p99 / max: {:.3f} / {:.3f} / {:.3f} mcs\n", x.name,
+  tools::print("{} round trip count: {}\n", x.name, x.round_trips);
+  tools::print("{} round trip avg: {:.3f} mcs\n", x.name, avg_us);
+  tools::print("{} round trip total: {:.3f} s\n", x.name, x.seconds);
+  tools::print("{} round trip p50 / p99 / max: {:.3f} / {:.3f} / {:.3f} mcs\n", x.name,
              static_cast<double>(x.rtt_ns.percentile(50)) / 1e3, static_cast<double>(x.rtt_ns.percentile(99)) / 1e3,
              static_cast<double>(x.rtt_ns.max()) / 1e3);
-  fmt::print("{} serialization count: {}\n", x.name, ser_count);
-  fmt::print("{} serialization avg: {:.1f} ns\n", x.name, x.serialization_ns);
-  fmt::print("{} serialization total: {:.3f} ms\n", x.name, x.serialization_ns * static_cast<double>(ser_count) / 1e6);
+  tools::print("{} serialization count: {}\n", x.name, ser_count);
+  tools::print("{} serialization avg: {:.1f} ns\n", x.name, x.serialization_ns);
+  tools::print("{} serialization total: {:.3f} ms\n", x.name, x.serialization_ns * static_cast<double>(ser_count) / 1e6);
 }
 
 boost::json::object to_json(const Exchange& x) {
@@ -271,7 +272,7 @@ boost::json::object to_json(const Exchange& x) {
 
 int run_bench(const RpcOptions& o) {
   if (o.mode != "ping" && o.mode != "request" && o.mode != "both") {
-    fmt::print(stderr, "volley rpc-bench: --mode must be ping, request or both\n");
+    tools::print(stderr, "volley rpc-bench: --mode must be ping, request or both\n");
     return 2;
   }
   std::vector<Exchange> results;
@@ -291,12 +292,12 @@ int run_bench(const RpcOptions& o) {
   if (o.json) {
     boost::json::array list;
     for (const auto& x : results) list.push_back(to_json(x));
-    fmt::print("{}\n", to_json_text(boost::json::object{{"tool", "volley rpc-bench"}, {"in_flight", o.in_flight},
+    tools::print("{}\n", to_json_text(boost::json::object{{"tool", "volley rpc-bench"}, {"in_flight", o.in_flight},
                                                         {"string_length", o.string_length}, {"results", std::move(list)}}));
   } else {
     for (const auto& x : results) {
       print_seed_lines(x);
-      if (!x.error.empty()) fmt::print("{} error: {}\n", x.name, x.error);
+      if (!x.error.empty()) tools::print("{} error: {}\n", x.name, x.error);
     }
   }
   return ok ? 0 : 1;

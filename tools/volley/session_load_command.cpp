@@ -25,6 +25,7 @@
 #include <volley/net/tcp_connect.hpp>
 
 #include "commands.hpp"
+#include "output.hpp"
 #include "duration_flag.hpp"
 #include "file_limit.hpp"
 #include "json_output.hpp"
@@ -177,7 +178,7 @@ std::uint64_t resident_kib() {
 int run_load(const LoadOptions& o) {
   raise_file_limit();
   if (o.session.heartbeat_ms <= 0) {
-    fmt::print(stderr, "volley session-load: --heartbeat-ms must be above 0: heartbeats are what it measures\n");
+    tools::print(stderr, "volley session-load: --heartbeat-ms must be above 0: heartbeats are what it measures\n");
     return 2;
   }
   const net::SessionOptions session_options = o.session.options();
@@ -211,7 +212,7 @@ int run_load(const LoadOptions& o) {
   }
   const double connect_seconds = seconds_since(connect_start);
   if (connections.empty()) {
-    fmt::print(stderr, "volley session-load: cannot connect to {}:{}: {}\n", o.host, o.port, first_failure);
+    tools::print(stderr, "volley session-load: cannot connect to {}:{}: {}\n", o.host, o.port, first_failure);
     return 1;
   }
   for (std::size_t i = 0; i < connections.size(); ++i)
@@ -221,7 +222,7 @@ int run_load(const LoadOptions& o) {
 
   asio::io_context main_loop(1);
   asio::steady_timer progress(main_loop), end(main_loop);
-  asio::signal_set signals(main_loop, SIGINT, SIGTERM);
+  asio::signal_set signals(main_loop, SIGINT, SIGTERM, SIGHUP);  // SIGHUP: as SIGTERM
   const auto start = Clock::now();
   auto finish = [&] {
     progress.cancel();
@@ -247,7 +248,7 @@ int run_load(const LoadOptions& o) {
         heard += p->stats.live_heard.load();
         late += p->stats.live_late.load();
       }
-      fmt::print(stderr, "[session-load {:6.1f}s] {} sessions open | {:>8} arrivals/s | {} silences over {} ms | {} MiB resident\n",
+      tools::print(stderr, "[session-load {:6.1f}s] {} sessions open | {:>8} arrivals/s | {} silences over {} ms | {} MiB resident\n",
                  seconds_since(start), open, heard - last_heard, late, o.session.heartbeat_ms * 5 / 4,
                  resident_kib() / 1024);
       last_heard = heard;
@@ -310,20 +311,20 @@ int run_load(const LoadOptions& o) {
       {"seconds", seconds_since(start)},
   };
   if (o.json) {
-    fmt::print("{}\n", to_json_text(report));
+    tools::print("{}\n", to_json_text(report));
   } else {
-    fmt::print("volley session-load report: {}:{}, {} sessions opened of {} ({} connects failed{}{}), {:.1f} s\n",
+    tools::print("volley session-load report: {}:{}, {} sessions opened of {} ({} connects failed{}{}), {:.1f} s\n",
                o.host, o.port, opened, o.connections, connect_failures, connect_failures ? ": " : "", first_failure,
                seconds_since(start));
-    fmt::print("  heartbeats every {} ms: received {}, sent {}\n", o.session.heartbeat_ms, sum.sessions.heartbeats_in,
+    tools::print("  heartbeats every {} ms: received {}, sent {}\n", o.session.heartbeat_ms, sum.sessions.heartbeats_in,
                sum.sessions.heartbeats_out);
-    fmt::print("  silence between arrivals (ms): p50 {:.1f}  p99 {:.1f}  p99.9 {:.1f}  max {:.1f}  ({} arrivals); "
+    tools::print("  silence between arrivals (ms): p50 {:.1f}  p99 {:.1f}  p99.9 {:.1f}  max {:.1f}  ({} arrivals); "
                "over {} ms: {}\n",
                ms(h.percentile(50)), ms(h.percentile(99)), ms(h.percentile(99.9)), ms(h.max()), h.count(),
                o.session.heartbeat_ms * 5 / 4, late);
-    fmt::print("  messages: sent {}, refused {}, echoes {} ({} not equal to what was sent)\n", sum.sent, sum.refused,
+    tools::print("  messages: sent {}, refused {}, echoes {} ({} not equal to what was sent)\n", sum.sent, sum.refused,
                sum.echoes, sum.bad_echoes);
-    fmt::print("  sessions ended before the end of the run: {}{}\n", ended_early,
+    tools::print("  sessions ended before the end of the run: {}{}\n", ended_early,
                ended_early ? " (" + boost::json::serialize(closes) + ")" : std::string());
   }
   return connect_failures == 0 && never_opened == 0 && ended_early == 0 && sum.bad_echoes == 0 ? 0 : 3;

@@ -13,6 +13,7 @@
 #include <volley/net/session_codec.hpp>
 
 #include "commands.hpp"
+#include "output.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
 #include "metrics_service.hpp"
@@ -86,27 +87,27 @@ double cpu_ns_per_frame(double cpu_seconds, const TargetTotals& t) {
 }
 
 void print_text_report(const TargetOptions& o, const TargetTotals& t, double seconds, double cpu_seconds) {
-  fmt::print("volley target report: handler {}, reply {}, {} worker thread(s), up {:.3f} s\n", to_string(o.handler),
+  tools::print("volley target report: handler {}, reply {}, {} worker thread(s), up {:.3f} s\n", to_string(o.handler),
              to_string(o.reply), o.threads, seconds);
-  fmt::print("  {:<6} {:<13} {:>14} {:>16} {:>12} {:>12}\n", "type", "name", "frames", "bytes", "too long", "too short");
+  tools::print("  {:<6} {:<13} {:>14} {:>16} {:>12} {:>12}\n", "type", "name", "frames", "bytes", "too long", "too short");
   for (std::size_t i = 0; i < t.types.size(); ++i) {
     const auto& info = gnb::kTypes[i];
-    fmt::print("  {:04x}   {:<13} {:>14} {:>16} {:>12} {:>12}\n", static_cast<unsigned>(info.type), info.name,
+    tools::print("  {:04x}   {:<13} {:>14} {:>16} {:>12} {:>12}\n", static_cast<unsigned>(info.type), info.name,
                t.types[i].frames, t.types[i].bytes, t.types[i].rejected_too_long, t.types[i].rejected_too_short);
   }
-  fmt::print("  total  {:>28} {:>16}\n", t.frames(), t.bytes());
-  fmt::print("  protocol errors (connection closed): unknown type {}, length over 64 KiB {}\n", t.unknown_type,
+  tools::print("  total  {:>28} {:>16}\n", t.frames(), t.bytes());
+  tools::print("  protocol errors (connection closed): unknown type {}, length over 64 KiB {}\n", t.unknown_type,
              t.length_over_maximum);
-  fmt::print("  replies sent: ack {}, nack {}, ack-checksum {}\n", t.replies_ack, t.replies_nack,
+  tools::print("  replies sent: ack {}, nack {}, ack-checksum {}\n", t.replies_ack, t.replies_nack,
              t.replies_ack_checksum);
-  fmt::print("  connections: accepted {}, closed by peer {}, protocol error {}, i/o error {}, shutdown {}, "
+  tools::print("  connections: accepted {}, closed by peer {}, protocol error {}, i/o error {}, shutdown {}, "
              "slow consumer {}, idle {}, mid-frame {}\n",
              t.connections_opened, t.closed_peer, t.closed_protocol_error, t.closed_io_error, t.closed_shutdown,
              t.closed_slow_consumer, t.closed_idle, t.closed_mid_frame);
-  fmt::print("  heartbeats: {}; keepalives received {}, sent {}; connections closed silent {}\n",
+  tools::print("  heartbeats: {}; keepalives received {}, sent {}; connections closed silent {}\n",
              o.heartbeat_ms > 0 ? fmt::format("every {} ms, {} misses", o.heartbeat_ms, o.heartbeat_misses) : "off",
              t.keepalives_in, t.keepalives_out, t.closed_heartbeat_timeout);
-  fmt::print("  cpu: {:.3f} s user+system, {:.1f} ns per frame\n", cpu_seconds, cpu_ns_per_frame(cpu_seconds, t));
+  tools::print("  cpu: {:.3f} s user+system, {:.1f} ns per frame\n", cpu_seconds, cpu_ns_per_frame(cpu_seconds, t));
 }
 
 int run_target(const TargetOptions& o) {
@@ -120,7 +121,7 @@ int run_target(const TargetOptions& o) {
   try {
     server.listen([&](std::size_t w) { return make_handler(o, stats[w]); });
   } catch (const std::exception& e) {
-    fmt::print(stderr, "volley target: cannot listen on {}:{}: {}\n", o.listen.bind, o.listen.port, e.what());
+    tools::print(stderr, "volley target: cannot listen on {}:{}: {}\n", o.listen.bind, o.listen.port, e.what());
     return 1;
   }
 
@@ -138,7 +139,7 @@ int run_target(const TargetOptions& o) {
     const TargetTotals now = sum(stats);
     const std::uint64_t frames = now.frames() - last.frames();
     const std::uint64_t bytes = now.bytes() - last.bytes();
-    fmt::print(stderr, "[target {:6.1f}s] connections {} open | {:>10} frames/s {:>9.1f} MB/s | total {} frames, {} rejected\n",
+    tools::print(stderr, "[target {:6.1f}s] connections {} open | {:>10} frames/s {:>9.1f} MB/s | total {} frames, {} rejected\n",
                seconds_since(start), now.connections_opened - now.closed_peer - now.closed_protocol_error -
                                           now.closed_io_error - now.closed_shutdown - now.closed_slow_consumer -
                                           now.closed_idle - now.closed_heartbeat_timeout - now.closed_handshake_failed,
@@ -179,10 +180,10 @@ int run_target(const TargetOptions& o) {
     report["over_limit_connections"] = server.over_limit_connections();
     report["handshake_failures"] = server.handshake_failures();
     report["aborted_at_shutdown"] = server.aborted_at_shutdown();
-    fmt::print("{}\n", to_json_text(report));
+    tools::print("{}\n", to_json_text(report));
   } else {
     print_text_report(o, totals, seconds, cpu_seconds);
-    fmt::print("  connections refused while out of descriptors: {}; over --max-connections: {}; TLS handshakes "
+    tools::print("  connections refused while out of descriptors: {}; over --max-connections: {}; TLS handshakes "
                "failed: {}; aborted at the shutdown deadline: {}\n",
                server.refused_connections(), server.over_limit_connections(), server.handshake_failures(),
                server.aborted_at_shutdown());

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// A TCP server that owns everything a server program needs: the listening
-/// socket, the worker loops, SIGINT/SIGTERM handling and a graceful stop.
+/// socket, the worker loops, SIGINT/SIGTERM/SIGHUP handling and a graceful stop.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -32,7 +32,7 @@ struct ServerOptions {
   /// or multishot receives in an io_uring ring per worker loop (see
   /// ReceivePath; where io_uring cannot run, the server says why and uses the reactor).
   ReceivePath receive = ReceivePath::reactor;
-  bool handle_signals = true;    ///< SIGINT and SIGTERM stop the server gracefully
+  bool handle_signals = true;    ///< SIGINT, SIGTERM and SIGHUP stop the server gracefully
   /// How long a stop waits for connections to close gracefully (their queued
   /// bytes flushed) before aborting the rest, so a peer that stopped reading
   /// cannot keep the server from stopping.
@@ -64,7 +64,7 @@ struct ServerOptions {
 /// @code
 ///   volley::net::Server server({.port = 7000, .threads = 2});
 ///   server.listen([](std::size_t) { return std::make_unique<Echo>(); });
-///   server.run();  // until SIGINT or SIGTERM; then every connection is closed gracefully
+///   server.run();  // until SIGINT, SIGTERM or SIGHUP; then every connection is closed gracefully
 /// @endcode
 ///
 /// Readiness: signals are handled from construction on, so a program that

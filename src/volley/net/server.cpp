@@ -19,6 +19,7 @@ Server::Server(ServerOptions options)
   if (options_.handle_signals) {
     signals_.add(SIGINT);
     signals_.add(SIGTERM);
+    signals_.add(SIGHUP);  // the terminal or session went away: stop as for SIGTERM, with the report
   }
 }
 
