@@ -19,6 +19,7 @@
 #include "duration_flag.hpp"
 #include "arq_transport.hpp"
 #include "arq_messages.hpp"
+#include "delay_recorder.hpp"
 #include "commands.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
@@ -76,27 +77,18 @@ void print_delay_line(const char* tool, const ArqOptions& o, const char* what, c
 }
 
 // The receiver's counters and its one-way delay histogram in the Prometheus text format.
-std::string recv_metrics_text(const std::vector<DeliveryRecord>& records, std::uint64_t damaged, std::uint64_t heard) {
+std::string recv_metrics_text(const DelayRecorder& delays, std::uint64_t damaged, std::uint64_t heard) {
   metrics::PrometheusText out;
   out.family("volley_arq_messages_delivered_total", "counter", "Messages delivered in order, intact.");
-  out.sample("volley_arq_messages_delivered_total", static_cast<double>(records.size()));
+  out.sample("volley_arq_messages_delivered_total", static_cast<double>(delays.count()));
   out.family("volley_arq_damaged_messages_total", "counter", "Messages delivered whose bytes were not the sender's.");
   out.sample("volley_arq_damaged_messages_total", static_cast<double>(damaged));
   out.family("volley_arq_datagrams_received_total", "counter", "Datagrams (or TCP reads) heard from the peer.");
   out.sample("volley_arq_datagrams_received_total", static_cast<double>(heard));
   // One-way delay, from the sender's input stamp to delivery (same host clock).
-  static constexpr std::array<double, 14> kBounds{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                                  0.025,  0.05,    0.1,    0.25,  0.5,    1.0,  2.5};
-  std::array<std::uint64_t, kBounds.size()> cumulative{};
-  double sum = 0;
-  for (const DeliveryRecord& r : records) {
-    const double seconds = r.delay_ms() / 1e3;
-    sum += seconds;
-    for (std::size_t i = 0; i < kBounds.size(); ++i)
-      if (seconds <= kBounds[i]) ++cumulative[i];
-  }
   out.family("volley_arq_delivery_delay_seconds", "histogram", "One-way delay from the sender's input to delivery.");
-  out.histogram("volley_arq_delivery_delay_seconds", kBounds, cumulative, sum, records.size());
+  out.histogram("volley_arq_delivery_delay_seconds", DelayRecorder::kBounds, delays.cumulative(), delays.sum_seconds(),
+                delays.count());
   return out.text();
 }
 
@@ -115,7 +107,16 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
   // Everything here runs on loops.executor() but the metrics endpoint's connections.
   ProgramLoops loops(design);
   const auto& executor = loops.executor();
-  std::vector<DeliveryRecord> records;
+  DelayRecorder delays;  // fixed space: a receiver may run for days
+  std::ofstream csv;     // --csv: each delivery written as it comes
+  if (!o.csv.empty() && !o.echo) {
+    csv.open(o.csv);
+    if (!csv) {
+      tools::print(stderr, "volley arq-recv: cannot write --csv {}\n", o.csv);
+      return 1;
+    }
+    csv << kDeliveryCsvHeader;
+  }
   std::uint64_t damaged = 0;  // a message whose filler is not what the sender wrote
   std::string error;
   std::unique_ptr<MessageTransport> transport;
@@ -125,7 +126,9 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
       return;
     }
     const Stamp s = read_stamp(m);
-    records.push_back({s.seq, s.input_ns, arq::ArqChannel::now().count()});
+    const DeliveryRecord r{s.seq, s.input_ns, arq::ArqChannel::now().count()};
+    delays.record(r);
+    if (csv.is_open()) write_csv_row(csv, r);
     if (o.echo && !transport->send(m) && error.empty()) error = "echo refused: " + transport->error();
   };
   asio::signal_set signals(executor, SIGINT, SIGTERM, SIGHUP);  // SIGHUP: as SIGTERM
@@ -142,7 +145,7 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
   // A scrape reads the counters on the channel's executor.
   MetricsService metrics(executor, loops.metrics_workers(), metrics_flags, [&](http::MetricsEndpoint::Answer answer) {
     asio::post(executor, [&, answer = std::move(answer)] {
-      answer(recv_metrics_text(records, damaged, transport ? transport->datagrams_heard() : 0));
+      answer(recv_metrics_text(delays, damaged, transport ? transport->datagrams_heard() : 0));
     });
   });
   asio::steady_timer linger(executor);
@@ -189,8 +192,8 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
   if (!o.ready_file.empty()) std::ofstream(o.ready_file) << "ready\n";
   loops.run();  // after a signal it stops at once: a scrape still open is simply dropped
 
-  if (!o.csv.empty() && !o.echo) write_csv(o.csv, records);
-  const DelayStats s = delay_stats(records);
+  csv.close();
+  const DelayStats s = delays.stats();
   boost::json::object report{{"tool", "volley arq-recv"},
                              {"protocol", o.protocol},
                              {"echo", o.echo},

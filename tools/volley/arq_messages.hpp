@@ -76,10 +76,16 @@ inline boost::json::object to_json(const DelayStats& s) {
           {"min_ms", s.min},  {"p99_ms", s.p99},   {"max_ms", s.max}};
 }
 
+inline constexpr const char* kDeliveryCsvHeader = "seq,input_ns,delivered_ns,delay_ms\n";
+
+inline void write_csv_row(std::ostream& out, const DeliveryRecord& r) {
+  out << r.seq << ',' << r.input_ns << ',' << r.delivered_ns << ',' << r.delay_ms() << '\n';
+}
+
 inline void write_csv(const std::string& path, const std::vector<DeliveryRecord>& records) {
   std::ofstream out(path);
-  out << "seq,input_ns,delivered_ns,delay_ms\n";
-  for (const auto& r : records) out << r.seq << ',' << r.input_ns << ',' << r.delivered_ns << ',' << r.delay_ms() << '\n';
+  out << kDeliveryCsvHeader;
+  for (const auto& r : records) write_csv_row(out, r);
 }
 
 }  // namespace volley::tools
