@@ -150,7 +150,16 @@ TEST(ArqChannel, AStrayPacketCannotCaptureAListener) {
                            packet);
   stray.send_to(asio::buffer(packet), at);
   stray.send_to(asio::buffer(std::string(40, 'x')), at);
-  loop.run_for(50ms);  // let the listener see them before the real sender starts
+  // A conversation opened and closed at once (end of stream at sequence 0):
+  // it used to bind the listener and end its conversation with nothing
+  // delivered, the real sender's packets then foreign.
+  volley::arq::encode_data({.conversation = 1, .sequence = 0, .fin = true, .payload = {}}, packet);
+  stray.send_to(asio::buffer(packet), at);
+  bool peer_finished = false;
+  listener.on_peer_finished([&](const std::string&) { peer_finished = true; });
+  // The listener has seen the strays before the real sender starts.
+  for (int i = 0; i < 500 && listener.stats().foreign_datagrams < 4; ++i) loop.run_for(10ms);
+  EXPECT_FALSE(peer_finished);
 
   volley::arq::ArqChannel sender(loop, udp::socket(loop, udp::endpoint(asio::ip::make_address("127.0.0.1"), 0)), at,
                                  sender_config, receiver_config, [](std::span<const std::byte>) {});
@@ -166,7 +175,9 @@ TEST(ArqChannel, AStrayPacketCannotCaptureAListener) {
   ASSERT_EQ(delivered.size(), 50u);
   EXPECT_EQ(delivered.front(), "message 0");
   EXPECT_EQ(delivered.back(), "message 49");
-  EXPECT_EQ(listener.stats().foreign_datagrams, 3u);
+  EXPECT_EQ(listener.stats().foreign_datagrams, 4u);
+  for (int i = 0; i < 500 && !peer_finished; ++i) loop.run_for(10ms);
+  EXPECT_TRUE(peer_finished);  // the real sender's end
 }
 
 // Two channels on two strands of one io_context that two threads run: each
@@ -306,4 +317,31 @@ TEST(ArqRecv, ItsStatisticsTakeFixedSpaceHoweverLongItRuns) {
   ASSERT_EQ(recv.wait_for(30s).value_or(-1), 0) << recv.stderr_text();
   const auto report = boost::json::parse(report_text(recv.stdout_text())).as_object();
   EXPECT_EQ(u64(report.at("delay").at("count")), kCount);
+}
+
+// One forged datagram (conversation 1, sequence 0, end of stream) from any
+// source used to make `arq-recv` exit 0 at once with nothing delivered and the
+// real sender fail. Now it is a foreign datagram, the real sender's messages
+// all arrive, and a run that delivers nothing is never a success.
+TEST(ArqRecv, AForgedFirstPacketCannotEndItsRun) {
+  namespace asio = boost::asio;
+  TempDir dir;
+  ChildProcess recv({bin("volley"), "arq-recv", "--listen", "127.0.0.1:0", "--json", "--port-file", dir.file("port")},
+                    dir.file("recv"));
+  const int port = wait_for_port_file(dir.file("port"), recv);
+  ASSERT_GT(port, 0) << recv.stderr_text();
+  asio::io_context loop;
+  asio::ip::udp::socket forger(loop, asio::ip::udp::endpoint(asio::ip::udp::v4(), 0));
+  std::vector<std::byte> packet;
+  volley::arq::encode_data({.conversation = 1, .sequence = 0, .fin = true, .payload = {}}, packet);
+  forger.send_to(asio::buffer(packet), {asio::ip::make_address("127.0.0.1"), static_cast<std::uint16_t>(port)});
+  EXPECT_FALSE(recv.wait_for(300ms).has_value()) << "arq-recv ended on one forged datagram: " << recv.stdout_text();
+  ChildProcess send({bin("volley"), "arq-send", "--to", "127.0.0.1:" + std::to_string(port), "--count", "50",
+                     "--interval", "0", "--json"},
+                    dir.file("send"));
+  ASSERT_EQ(send.wait_for(60s).value_or(-1), 0) << send.stdout_text() << send.stderr_text();
+  ASSERT_EQ(recv.wait_for(30s).value_or(-1), 0) << recv.stderr_text();
+  const auto report = boost::json::parse(report_text(recv.stdout_text())).as_object();
+  EXPECT_EQ(u64(report.at("delay").at("count")), 50u);
+  EXPECT_EQ(u64(report.at("foreign_datagrams")), 1u);
 }

@@ -193,6 +193,9 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
   loops.run();  // after a signal it stops at once: a scrape still open is simply dropped
 
   csv.close();
+  // A run that delivered nothing is never a success: its peer vanished before
+  // sending, or the sender it heard from was not the real one.
+  if (error.empty() && delays.count() == 0) error = "no message delivered";
   const DelayStats s = delays.stats();
   boost::json::object report{{"tool", "volley arq-recv"},
                              {"protocol", o.protocol},

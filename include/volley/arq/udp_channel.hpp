@@ -26,7 +26,8 @@ namespace volley::arq {
 struct ChannelStats {
   // From an address that is not the peer, or, before a listener has its peer,
   // anything but a valid data packet of its conversation (a stray ack, another
-  // conversation's packet, garbage): none of these can capture the listener.
+  // conversation's packet, an end of stream at sequence 0, garbage): none of
+  // these can capture the listener.
   std::uint64_t foreign_datagrams = 0;
 };
 
@@ -36,7 +37,8 @@ class ArqChannel {
   using Done = std::function<void(const std::string& error)>;  // empty: success
 
   // `peer` unset: a listener; the source of the first valid data packet of the
-  // receiver's conversation becomes the peer. `socket` must have been made on
+  // receiver's conversation (not an end of stream at sequence 0: a
+  // conversation carries at least one message) becomes the peer. `socket` must have been made on
   // `executor`, where every handler of the channel then runs (throws
   // std::invalid_argument otherwise: its timer and its datagrams would race).
   ArqChannel(const boost::asio::any_io_executor& executor, boost::asio::ip::udp::socket socket,

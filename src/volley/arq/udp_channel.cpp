@@ -67,9 +67,14 @@ void ArqChannel::on_datagram(std::span<const std::byte> packet, const udp::endpo
   if (stopped_) return;
   if (!peer_) {
     // A listener binds to a sender, never to whatever arrives first: only a
-    // data packet of its own conversation with a valid checksum will do.
+    // data packet of its own conversation with a valid checksum will do, and
+    // not one that opens and closes the conversation at once (end of stream
+    // at sequence 0): a single forged datagram would end the listener's
+    // conversation with nothing delivered, and the real sender be foreign.
     const Decoded d = decode(packet);
-    if (d.error == PacketError::none && !d.is_ack && d.data.conversation == conversation_) peer_ = from;
+    const bool empty_conversation = d.data.fin && d.data.sequence == 0;
+    if (d.error == PacketError::none && !d.is_ack && d.data.conversation == conversation_ && !empty_conversation)
+      peer_ = from;
   }
   if (!peer_ || from != *peer_) {
     stats_.foreign_datagrams += 1;
