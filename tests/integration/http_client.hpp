@@ -49,6 +49,9 @@ class HttpClient {
     return read();
   }
 
+  // True when part of an answer (or the end) is there to read.
+  bool readable() const { return !pending_.empty() || socket_.readable(); }
+
   void close() { socket_.close(); }
 
   // True when the server closed the connection with nothing more to say.

@@ -68,6 +68,11 @@ class RawClient {
     out.resize(r > 0 ? static_cast<std::size_t>(r) : 0);
     return out;
   }
+  // True when a read would not wait (bytes, the end, or an error are there).
+  bool readable() const {
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1;
+  }
   // True when the peer closed the connection (EOF or reset) within 5 s.
   bool peer_closed() const {
     std::byte b;

@@ -135,7 +135,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
    public:
     explicit Corked(TcpConnection& c) : c_(c) { ++c_.cork_depth_; }
     ~Corked() {
-      if (--c_.cork_depth_ == 0 && !c_.closed()) c_.maybe_flush();
+      if (--c_.cork_depth_ == 0 && !c_.closed()) c_.flush_sent();
     }
     Corked(const Corked&) = delete;
     Corked& operator=(const Corked&) = delete;
@@ -148,6 +148,12 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // its own buffers: backpressure across the network) until resume_reading().
   void pause_reading() noexcept { reading_paused_ = true; }
   void resume_reading();
+
+  // Queued output is at high water (ConnectionLimits): the connection reads
+  // no more until it drains to low water. A handler that answers input it
+  // has already buffered (pipelined requests) waits too; on_written tells it
+  // when bytes drain.
+  bool output_full() const noexcept { return output_full_; }
 
   bool open() const noexcept { return state_ == State::open; }
   bool closed() const noexcept { return state_ == State::closed; }
@@ -189,6 +195,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool read_once();
   void on_read(const boost::system::error_code& ec, std::size_t n);
   void maybe_flush();
+  // After sends outside a cork: flush, and hold the output to its bound.
+  void flush_sent();
   void flush();
   void on_write(const boost::system::error_code& ec, std::size_t n);
   void half_close();

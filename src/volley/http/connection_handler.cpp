@@ -2,6 +2,7 @@
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 // GCC 12 under -fsanitize=address warns that Beast's content_length() may
 // return an uninitialised boost::optional (boost::none is returned; a false
 // positive of -Wmaybe-uninitialized, where the warning points into the header).
@@ -63,7 +64,11 @@ struct ConnectionHandler::Parser {
 };
 
 ConnectionHandler::ConnectionHandler(const Handler& handler, Limits limits, Stats& stats)
-    : handler_(handler), limits_(limits), stats_(stats), parser_(std::make_unique<Parser>()) {}
+    : handler_(handler),
+      limits_(limits),
+      stats_(stats),
+      parser_(std::make_unique<Parser>()),
+      idle_since_(std::chrono::steady_clock::now().time_since_epoch().count()) {}
 
 ConnectionHandler::~ConnectionHandler() = default;
 
@@ -91,17 +96,18 @@ void ConnectionHandler::parse_buffered(net::TcpConnection& connection) {
     boost::system::error_code ec;
     const std::size_t used = p->put(asio::buffer(in.data(), in.size()), ec);
     parser_->buffer.consume(used);
-    if (ec == bhttp::error::need_more) return;  // the rest of a header or body is still to come
+    if (ec == bhttp::error::need_more) return arm_request_deadline(connection);  // the rest is still to come
     if (ec == bhttp::error::header_limit) return refuse(connection, 431, "request header over the limit");
     if (ec == bhttp::error::body_limit) return refuse(connection, 413, "request body over the limit");
     if (ec == bhttp::error::bad_transfer_encoding) return refuse(connection, 501, "transfer encoding not supported");
     if (ec) return refuse(connection, 400, ec.message());
     if (!p->is_done()) {
-      if (used == 0) return;
+      if (used == 0) return arm_request_deadline(connection);
       continue;
     }
     auto message = p->release();
     p.reset();
+    if (request_deadline_) request_deadline_->expires_at(std::chrono::steady_clock::time_point::min());  // disarmed
     // The parser decodes chunked bodies; a request in any other coding cannot be read.
     if (const auto coding = message[bhttp::field::transfer_encoding];
         !coding.empty() && !boost::beast::iequals(coding, "chunked"))
@@ -114,6 +120,7 @@ void ConnectionHandler::parse_buffered(net::TcpConnection& connection) {
     for (const auto& field : message) request.headers.emplace_back(field.name_string(), field.value());
     request.body = std::move(message.body());
     stats_.requests.fetch_add(1, std::memory_order_relaxed);
+    set_idle_since(std::chrono::steady_clock::time_point::max());
     waiting_ = true;
     keep_alive_ = request.keep_alive;
     connection.pause_reading();  // the next request waits in the socket until this one is answered
@@ -124,6 +131,7 @@ void ConnectionHandler::parse_buffered(net::TcpConnection& connection) {
 void ConnectionHandler::respond(net::TcpConnection& connection, const Response& response, bool head) {
   if (finished_ || !waiting_ || !connection.open()) return;
   waiting_ = false;
+  set_idle_since(std::chrono::steady_clock::now());
   const bool keep_alive = keep_alive_ && !response.close;
   const std::string bytes = serialize(response, keep_alive, head);
   connection.send(std::as_bytes(std::span(bytes)));
@@ -133,8 +141,37 @@ void ConnectionHandler::respond(net::TcpConnection& connection, const Response& 
     // Read on (input dropped) so the close sees the peer's end, not a reset for unread bytes.
     return connection.resume_reading();
   }
+  serve_buffered(connection);
+}
+
+void ConnectionHandler::on_written(net::TcpConnection& connection, std::size_t) {
+  if (!waiting_ && !finished_) serve_buffered(connection);  // the output may have drained below high water
+}
+
+void ConnectionHandler::serve_buffered(net::TcpConnection& connection) {
+  // A peer that pipelines without reading would otherwise have every request
+  // buffered here answered into memory; it waits for its answers to drain.
+  if (connection.output_full()) return;
   parse_buffered(connection);  // pipelined requests read already
   if (!waiting_ && !finished_) connection.resume_reading();
+}
+
+void ConnectionHandler::arm_request_deadline(net::TcpConnection& connection) {
+  // Armed once per request, at the read that left it incomplete; each later
+  // piece leaves the deadline where it is.
+  if (limits_.request_timeout.count() == 0) return;
+  if (!request_deadline_) request_deadline_.emplace(connection.get_executor());
+  if (request_deadline_->expiry() > std::chrono::steady_clock::now()) return;  // armed for this request already
+  request_deadline_->expires_after(limits_.request_timeout);
+  request_deadline_->async_wait(
+      [this, weak = connection.weak_from_this(), armed = request_deadline_->expiry()](const boost::system::error_code& ec) {
+        const auto c = weak.lock();  // the connection owns this handler: checked before `this` is touched
+        // A deadline that had expired as its request came whole is stale (disarmed or armed anew since).
+        if (ec || !c || finished_ || request_deadline_->expiry() != armed) return;
+        stats_.timed_out.fetch_add(1, std::memory_order_relaxed);
+        refuse(*c, 408, fmt::format("request not whole within {} ms of its first byte",
+                                    limits_.request_timeout.count()));
+      });
 }
 
 void ConnectionHandler::refuse(net::TcpConnection& connection, unsigned status, std::string_view why) {
@@ -150,6 +187,7 @@ void ConnectionHandler::refuse(net::TcpConnection& connection, unsigned status, 
 
 void ConnectionHandler::on_close(net::TcpConnection&, const net::CloseReason&) {
   finished_ = true;
+  if (request_deadline_) request_deadline_->cancel();
 }
 
 }  // namespace volley::http

@@ -167,8 +167,10 @@ bool TcpConnection::on_readable(const boost::system::error_code& ec) {
   }
   // Paused while this wait was queued (from a timer, another completion):
   // the input stays in the socket, and the handler's buffer stays as it is
-  // (a session may be writing from it); resume_reading() reads first.
-  if (reading_paused_ && state_ == State::open) return false;
+  // (a session may be writing from it); resume_reading() reads first. Output
+  // that reached high water from outside a read (a reply from a timer, another
+  // loop) stops reading the same way, until it drains.
+  if ((reading_paused_ || output_full_) && state_ == State::open) return false;
   return read_now();
 }
 
@@ -176,7 +178,7 @@ void TcpConnection::post_read() {
   read_pending_ = true;
   asio::post(socket_.get_executor(), [self = shared_from_this()] {
     self->read_pending_ = false;
-    if (self->state_ == State::closed || self->reading_paused_) return;
+    if (self->state_ == State::closed || self->reading_paused_ || self->output_full_) return;
     self->read_now();
   });
 }
@@ -280,7 +282,7 @@ void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) 
 bool TcpConnection::send(std::span<const std::byte> bytes) {
   if (state_ != State::open) return false;
   queue_.append(bytes);
-  if (cork_depth_ == 0) maybe_flush();
+  if (cork_depth_ == 0) flush_sent();
   return true;
 }
 
@@ -288,7 +290,7 @@ bool TcpConnection::send(std::span<const std::byte> head, std::span<const std::b
   if (state_ != State::open) return false;
   queue_.append(head);
   queue_.append(body);
-  if (cork_depth_ == 0) maybe_flush();
+  if (cork_depth_ == 0) flush_sent();
   return true;
 }
 
@@ -296,21 +298,28 @@ std::span<std::byte> TcpConnection::reserve_send(std::size_t size) { return queu
 
 void TcpConnection::commit_send(std::size_t unused) {
   queue_.give_back(unused);
-  if (cork_depth_ == 0) maybe_flush();
+  if (cork_depth_ == 0) flush_sent();
+}
+
+void TcpConnection::flush_sent() {
+  maybe_flush();
+  // A send from outside a read or write completion (a timer, a post from
+  // another loop) is held to the output bound too.
+  check_output_bound(false);
 }
 
 bool TcpConnection::send_borrowed_body(std::span<const std::byte> head, std::span<const std::byte> body) {
   if (state_ != State::open) return false;
   queue_.append(head);
   queue_.append_borrowed(body);
-  if (cork_depth_ == 0) maybe_flush();
+  if (cork_depth_ == 0) flush_sent();
   return true;
 }
 
 bool TcpConnection::send_borrowed(std::span<const std::byte> bytes) {
   if (state_ != State::open) return false;
   queue_.append_borrowed(bytes);
-  if (cork_depth_ == 0) maybe_flush();
+  if (cork_depth_ == 0) flush_sent();
   return true;
 }
 
@@ -395,6 +404,7 @@ void TcpConnection::on_write(const boost::system::error_code& ec, std::size_t /*
   if (ec) return finish({CloseReason::Kind::io_error, ec.message()});
   const std::size_t written = queue_.finish_batch();
   active_ = true;
+  check_output_bound(true);  // the handler sees whether output is still full
   {
     const Corked corked(*this);  // what the handler sends now goes out together, below
     handler_->on_written(*this, written);
