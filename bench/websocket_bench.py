@@ -5,7 +5,14 @@ same run, samples interleaved. Pipelined echo, 32-byte messages, 1000 in
 flight per client, 1 and 100 clients. Two baselines: the same echo client on
 Volley's own connection (--on-connection: only the transport differs) and the
 plain Asio-stream client of the TCP and TLS figures elsewhere. Markdown on
-stdout, every sample in bench/results/websocket.json."""
+stdout, every sample in bench/results/websocket.json.
+
+    websocket_bench.py [BINDIR] [--against OLD_BINDIR] [--certs DIR]
+
+--against: the WebSocket rows of BINDIR beside those of another build (the
+previous commit, say), their samples interleaved, instead of the baselines.
+--certs: test certificates made already (scripts/make-test-certs.sh), for a
+machine without the openssl program."""
 import json
 import os
 import subprocess
@@ -47,8 +54,36 @@ def sample(bindir, place, proto, threads, args, certs):
         s.stop()
 
 
+def against(bindir, old, cases, certs):
+    """The WebSocket rows of two builds, samples interleaved (old, new, old, ...)."""
+    print(f"## WebSocket echo, this build ({bindir}) against {old}, 32-byte messages, 1000 in flight per client "
+          f"({SECONDS:g} s per sample, median of {SAMPLES}, samples interleaved)\n")
+    print("| case | placement | before msgs/s | after msgs/s | after / before |")
+    print("|---|---|---:|---:|---:|")
+    record = []
+    for name, place, proto, _, threads, args in cases:
+        before, after = [], []
+        for _ in range(SAMPLES):
+            before.append(sample(old, place, proto, threads, args, certs))
+            after.append(sample(bindir, place, proto, threads, args, certs))
+        b, a = (median([x["msgs_per_s"] for x in xs]) for xs in (before, after))
+        record.append({"case": name, "placement": place[0], "before": before, "after": after})
+        print(f"| {name} | {place[0]} | {b:,.0f} | {a:,.0f} | {a / b:.2f} |", flush=True)
+    return record
+
+
 def main():
-    bindir = sys.argv[1] if len(sys.argv) > 1 else "build/bin"
+    argv = sys.argv[1:]
+    old = certs_dir = None
+    if "--against" in argv:
+        i = argv.index("--against")
+        old = argv[i + 1]
+        del argv[i:i + 2]
+    if "--certs" in argv:
+        i = argv.index("--certs")
+        certs_dir = argv[i + 1]
+        del argv[i:i + 2]
+    bindir = argv[0] if argv else "build/bin"
     record = []
     cases = [
         ("ws, 1 client, 1 thread", CROSS, "ws", "tcp", 1, ["-c", "1", "-t", "1"]),
@@ -56,14 +91,20 @@ def main():
         ("wss (TLS 1.3), 1 client, 1 thread", CROSS, "wss", "tls", 1, ["-c", "1", "-t", "1"]),
         ("wss (TLS 1.3), 100 clients, 2 threads", SHARED, "wss", "tls", 2, ["-c", "100", "-t", "2"]),
     ]
-    print(f"## WebSocket echo, 32-byte messages, 1000 in flight per client ({SECONDS:g} s per sample, "
-          f"median of {SAMPLES})\n")
-    print("| case | placement | WebSocket msgs/s | under it | same client msgs/s | ratio | "
-          "Asio-stream client msgs/s | ratio |")
-    print("|---|---|---:|---|---:|---:|---:|---:|")
-    with tempfile.TemporaryDirectory() as certs:
-        here = os.path.dirname(os.path.abspath(__file__))
-        subprocess.run([f"{here}/../scripts/make-test-certs.sh", certs], check=True, stdout=subprocess.DEVNULL)
+    with tempfile.TemporaryDirectory() as made:
+        certs = certs_dir or made
+        if not certs_dir:
+            here = os.path.dirname(os.path.abspath(__file__))
+            subprocess.run([f"{here}/../scripts/make-test-certs.sh", certs], check=True, stdout=subprocess.DEVNULL)
+        if old:
+            record = against(bindir, old, cases, certs)
+            cases = []
+        else:
+            print(f"## WebSocket echo, 32-byte messages, 1000 in flight per client ({SECONDS:g} s per sample, "
+                  f"median of {SAMPLES})\n")
+            print("| case | placement | WebSocket msgs/s | under it | same client msgs/s | ratio | "
+                  "Asio-stream client msgs/s | ratio |")
+            print("|---|---|---:|---|---:|---:|---:|---:|")
         for name, place, proto, base, threads, args in cases:
             ws, same, plain = [], [], []
             for _ in range(SAMPLES):
@@ -79,7 +120,7 @@ def main():
                   flush=True)
     print()
     os.makedirs("bench/results", exist_ok=True)
-    with open("bench/results/websocket.json", "w") as f:
+    with open("bench/results/websocket_against.json" if old else "bench/results/websocket.json", "w") as f:
         json.dump(record, f, indent=1)
 
 

@@ -197,6 +197,39 @@ TEST(WebSocketFrames, EveryProtocolViolationIsAnErrorWithItsCloseCode) {
   EXPECT_NE(make_error_code(Errc::text_message).message().find("1003"), std::string::npos);
 }
 
+// Empty data frames cost the receiver a header each and give nothing: 1024 in
+// a row are taken, one more is a flood (1008); a byte between them starts the
+// count again, and empty messages count as much as empty fragments.
+TEST(WebSocketFrames, AFloodOfEmptyDataFramesIsAnErrorButAByteBetweenThemResetsTheCount) {
+  auto repeated = [](const std::vector<std::byte>& unit, std::uint32_t n) {
+    std::vector<std::byte> out;
+    for (std::uint32_t i = 0; i < n; ++i) out.insert(out.end(), unit.begin(), unit.end());
+    return out;
+  };
+  const auto begin = from_hex("02 01 41");  // a message begun with "A"
+  const auto empty = from_hex("00 00");     // an empty continuation
+  {
+    const auto d = decode(begin + repeated(empty, kMaxEmptyFramesInARow) + from_hex("80 01 42"), false);
+    EXPECT_FALSE(d.error);
+    EXPECT_EQ(d.data, "AB");
+  }
+  {
+    const auto d = decode(begin + repeated(empty, kMaxEmptyFramesInARow + 1), false);
+    EXPECT_EQ(d.error, make_error_code(Errc::empty_frame_flood));
+    EXPECT_EQ(close_code_for(Errc::empty_frame_flood), close_code::policy_violation);
+  }
+  {
+    const auto half = repeated(empty, kMaxEmptyFramesInARow / 2 + 1);
+    const auto d = decode(begin + half + from_hex("00 01 43") + half + from_hex("80 00"), false);
+    EXPECT_FALSE(d.error) << "the byte between reset the count";
+    EXPECT_EQ(d.data, "AC");
+  }
+  {
+    const auto d = decode(repeated(from_hex("82 00"), kMaxEmptyFramesInARow + 1), false);
+    EXPECT_EQ(d.error, make_error_code(Errc::empty_frame_flood)) << "empty messages";
+  }
+}
+
 TEST(WebSocketFrames, Utf8ValidationFollowsRfc3629) {
   EXPECT_TRUE(is_utf8(""));
   EXPECT_TRUE(is_utf8("plain"));

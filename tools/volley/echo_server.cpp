@@ -233,7 +233,7 @@ int run_echo_server(const EchoServerOptions& o) {
     counter("volley_echoed_bytes_total", "Bytes echoed back.", t.bytes);
     counter("volley_echoed_datagrams_total", "Datagrams echoed back (UDP).", t.datagrams);
     counter("volley_errors_total", "Connections ended by an I/O or WebSocket protocol error, and UDP send errors.", t.errors);
-    write_server_metrics(out, server);
+    write_server_metrics(out, server, ws);
     answer(out.text());
   });
 
@@ -271,7 +271,8 @@ int run_echo_server(const EchoServerOptions& o) {
                              {"handshake_failures", t.handshake_failures}, {"uptime_s", seconds_since(start)},
                              {"refused_connections", server.refused_connections()},
                              {"over_limit_connections", server.over_limit_connections()},
-                             {"aborted_at_shutdown", server.aborted_at_shutdown()}};
+                             {"aborted_at_shutdown", server.aborted_at_shutdown()},
+                             {"websocket_floods", ws.stats->floods.load()}};
   if (!udp.empty()) {
     std::uint64_t drops = 0;
     for (const auto& u : udp) drops += u->kernel_drops();
@@ -282,8 +283,10 @@ int run_echo_server(const EchoServerOptions& o) {
     tools::print("{}\n", to_json_text(report));
   } else {
     tools::print("connections {}, bytes echoed {}, datagrams {}, errors {}, handshake failures (TLS, WebSocket upgrade) {}, "
-               "refused (out of descriptors) {}\n",
-               t.connections, t.bytes, t.datagrams, t.errors, t.handshake_failures, server.refused_connections());
+               "WebSocket floods {}, refused (out of descriptors) {}, over --max-connections {}, aborted at the "
+               "shutdown deadline {}\n",
+               t.connections, t.bytes, t.datagrams, t.errors, t.handshake_failures, ws.stats->floods.load(),
+               server.refused_connections(), server.over_limit_connections(), server.aborted_at_shutdown());
   }
   return 0;
 }

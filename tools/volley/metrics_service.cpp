@@ -43,7 +43,7 @@ void MetricsService::stop() {
   if (endpoint_) endpoint_->shutdown();
 }
 
-void write_server_metrics(metrics::PrometheusText& out, const net::Server& server) {
+void write_server_metrics(metrics::PrometheusText& out, const net::Server& server, const WebSocketFlags& ws) {
   out.family("volley_connections_refused_total", "counter",
              "Connections accepted and closed at once because the process was out of file descriptors.");
   out.sample("volley_connections_refused_total", static_cast<double>(server.refused_connections()));
@@ -53,6 +53,9 @@ void write_server_metrics(metrics::PrometheusText& out, const net::Server& serve
   out.family("volley_handshake_failures_total", "counter",
              "Connections whose transport handshake (TLS) failed or missed its deadline.");
   out.sample("volley_handshake_failures_total", static_cast<double>(server.handshake_failures()));
+  out.family("volley_websocket_floods_total", "counter",
+             "WebSocket peers closed with 1008 for frames that carry nothing or pings beyond the allowed rate.");
+  out.sample("volley_websocket_floods_total", static_cast<double>(ws.stats->floods.load(std::memory_order_relaxed)));
 }
 
 namespace {

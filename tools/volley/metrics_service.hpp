@@ -14,6 +14,8 @@
 #include <volley/net/server.hpp>
 #include <volley/net/session.hpp>
 
+#include "tls_flags.hpp"
+
 namespace CLI {
 class App;
 }
@@ -45,7 +47,7 @@ class MetricsService {
 
 // The server's own counters: connections refused for want of descriptors,
 // over the connection limit, failed handshakes, aborted at shutdown.
-void write_server_metrics(metrics::PrometheusText& out, const net::Server& server);
+void write_server_metrics(metrics::PrometheusText& out, const net::Server& server, const WebSocketFlags& ws);
 
 // What every session-based server reports: sessions opened and open, closes
 // by reason, messages and heartbeats each way, protocol errors, high-water events.

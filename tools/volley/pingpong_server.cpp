@@ -189,10 +189,10 @@ int run_server(const ServerOptions& o) {
   });
 
   MetricsService metrics(server, o.metrics, [&](http::MetricsEndpoint::Answer answer) {
-    const auto write = [&server, answer](const SessionTotals& sum) {
+    const auto write = [&server, answer, ws = o.ws](const SessionTotals& sum) {
       metrics::PrometheusText out;
       write_session_metrics(out, sum);
-      write_server_metrics(out, server);
+      write_server_metrics(out, server, ws);
       answer(out.text());
     };
     if (o.design == net::Design::thread_pool) return scrape_thread_pool(totals, write);
@@ -253,13 +253,18 @@ int run_server(const ServerOptions& o) {
                              {"refused_connections", server.refused_connections()},
                              {"over_limit_connections", server.over_limit_connections()},
                              {"handshake_failures", server.handshake_failures()},
-                             {"aborted_at_shutdown", server.aborted_at_shutdown()}};
+                             {"aborted_at_shutdown", server.aborted_at_shutdown()},
+                             {"websocket_floods", o.ws.stats->floods.load()}};
   if (o.json) {
     tools::print("{}\n", to_json_text(report));
   } else {
     tools::print("sessions {}, messages in {} out {}, heartbeats in {} out {}, protocol errors {}, high-water events {}\n",
                sum.opened, sum.stats.messages_in, sum.stats.messages_out, sum.stats.heartbeats_in,
                sum.stats.heartbeats_out, sum.stats.protocol_errors, sum.stats.high_water_events);
+    tools::print("connections refused while out of descriptors {}, over --max-connections {}, handshakes failed (TLS, "
+               "WebSocket upgrade) {}, WebSocket floods {}, aborted at the shutdown deadline {}\n",
+               server.refused_connections(), server.over_limit_connections(), server.handshake_failures(),
+               o.ws.stats->floods.load(), server.aborted_at_shutdown());
   }
   return 0;
 }

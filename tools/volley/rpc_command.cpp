@@ -92,7 +92,7 @@ int run_server(const RpcOptions& o) {
           const std::lock_guard lock(stats_locks[w]);
           return stats[w];
         },
-        [&server, &served, answer](std::vector<rpc::RpcServerStats> parts) {
+        [&server, &served, answer, ws = o.ws](std::vector<rpc::RpcServerStats> parts) {
           SessionTotals sessions;
           std::uint64_t requests = 0, error_replies = 0, ended = 0;
           for (const auto& p : parts) {
@@ -115,7 +115,7 @@ int run_server(const RpcOptions& o) {
                      "Error replies: unknown id, undecodable request, handler failure, reply too large.");
           out.sample("volley_rpc_error_replies_total", static_cast<double>(error_replies));
           write_session_metrics(out, sessions);
-          write_server_metrics(out, server);
+          write_server_metrics(out, server, ws);
           answer(out.text());
         });
   });
@@ -155,12 +155,17 @@ int run_server(const RpcOptions& o) {
                            {"refused_connections", server.refused_connections()},
                            {"over_limit_connections", server.over_limit_connections()},
                            {"handshake_failures", server.handshake_failures()},
-                           {"aborted_at_shutdown", server.aborted_at_shutdown()}}));
+                           {"aborted_at_shutdown", server.aborted_at_shutdown()},
+                           {"websocket_floods", o.ws.stats->floods.load()}}));
   } else {
     tools::print("volley rpc-server: {} calls answered; {} sessions, {} requests, {} error replies, {} protocol errors, "
                "{} closed silent (heartbeat timeout)\n",
                served.load(), sum.sessions, sum.requests, sum.error_replies, sum.traffic.protocol_errors,
                sum.closes[static_cast<std::size_t>(net::CloseReason::Kind::heartbeat_timeout)]);
+    tools::print("connections refused while out of descriptors {}, over --max-connections {}, handshakes failed (TLS, "
+               "WebSocket upgrade) {}, WebSocket floods {}, aborted at the shutdown deadline {}\n",
+               server.refused_connections(), server.over_limit_connections(), server.handshake_failures(),
+               o.ws.stats->floods.load(), server.aborted_at_shutdown());
   }
   return 0;
 }

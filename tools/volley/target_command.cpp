@@ -129,7 +129,7 @@ int run_target(const TargetOptions& o) {
   MetricsService metrics(server, o.metrics, [&](http::MetricsEndpoint::Answer answer) {
     metrics::PrometheusText out;
     write_metrics(out, sum(stats));
-    write_server_metrics(out, server);
+    write_server_metrics(out, server, o.ws);
     answer(out.text());
   });
 
@@ -180,13 +180,14 @@ int run_target(const TargetOptions& o) {
     report["over_limit_connections"] = server.over_limit_connections();
     report["handshake_failures"] = server.handshake_failures();
     report["aborted_at_shutdown"] = server.aborted_at_shutdown();
+    report["websocket_floods"] = o.ws.stats->floods.load();
     tools::print("{}\n", to_json_text(report));
   } else {
     print_text_report(o, totals, seconds, cpu_seconds);
-    tools::print("  connections refused while out of descriptors: {}; over --max-connections: {}; TLS handshakes "
-               "failed: {}; aborted at the shutdown deadline: {}\n",
+    tools::print("  connections refused while out of descriptors: {}; over --max-connections: {}; handshakes "
+               "failed (TLS, WebSocket upgrade): {}; WebSocket floods: {}; aborted at the shutdown deadline: {}\n",
                server.refused_connections(), server.over_limit_connections(), server.handshake_failures(),
-               server.aborted_at_shutdown());
+               o.ws.stats->floods.load(), server.aborted_at_shutdown());
   }
   return 0;
 }

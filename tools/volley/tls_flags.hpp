@@ -13,6 +13,7 @@
 
 #include <volley/net/server.hpp>
 #include <volley/net/stream_transport.hpp>
+#include <volley/net/websocket.hpp>
 
 namespace CLI {
 class App;
@@ -57,6 +58,8 @@ struct WebSocketFlags {
   bool ws = false;
   std::string path = "/";                       // client: the request target; server: the only one served
   std::uint64_t max_message = 16u << 20;        // longest message taken from the peer
+  // A server's connections count floods here (shared by copies of the flags).
+  std::shared_ptr<net::WebSocketStats> stats = std::make_shared<net::WebSocketStats>();
 };
 
 // Adds --ws, --ws-path and --ws-max-message.

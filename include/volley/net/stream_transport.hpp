@@ -26,7 +26,10 @@ class StreamTransport {
   virtual Wait handshake(boost::system::error_code& ec) = 0;
   // As read(2) on the socket: the bytes read (the buffer filled, or up to the
   // point where the socket had no more); `ec` = would_block when there was
-  // nothing (see blocked_on()), eof at the peer's orderly end.
+  // nothing (see blocked_on()), eof at the peer's orderly end. would_block
+  // with blocked_on() none and has_buffered_input(): the transport ended its
+  // turn (a bound on the work one read may do) with input left, and is
+  // called again once the loop's other work has run.
   virtual std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec) = 0;
   // As writev(2): how many of the bytes were taken; would_block when none.
   // After a short write the next call must start at the first byte not taken.

@@ -13,6 +13,14 @@
 /// client expects). Pings are answered, a close is answered and ends the
 /// stream, and a peer that breaks the protocol gets the RFC's close code and
 /// the connection ends with the error.
+///
+/// One peer cannot hold its loop: a read turn decodes at most
+/// kMaxReadTurn bytes of frames before the loop's other connections run, and
+/// frames that make work without data (more than
+/// wire::websocket::kMaxEmptyFramesInARow empty data frames in a row, more than
+/// kMaxPingsPerSecond pings and pongs) are a flood: closed with 1008, counted in
+/// WebSocketStats::floods.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -27,6 +35,18 @@ namespace volley::net {
 
 enum class WebSocketRole { client, server };
 
+/// Wire bytes of frames one read turn decodes at most, before yielding to the loop.
+inline constexpr std::size_t kMaxReadTurn = 256 * 1024;
+/// Pings and pongs (unsolicited: this end sends no pings) a peer may send in
+/// one second, counted from the first of the second.
+inline constexpr std::uint32_t kMaxPingsPerSecond = 100;
+
+/// Counted across the transports that share it (a server's connections).
+struct WebSocketStats {
+  /// Peers closed with 1008 for frames that carry nothing or pings beyond the rate.
+  std::atomic<std::uint64_t> floods{0};
+};
+
 /// How a WebSocket transport talks.
 struct WebSocketOptions {
   /// Client: the Host header and the request target of the upgrade request.
@@ -40,6 +60,8 @@ struct WebSocketOptions {
   /// a message, returns the size of the whole protocol frame at their start,
   /// or 0 while it is not complete. Empty: each write (at most 1 MiB) is a message.
   std::function<std::size_t(std::span<const std::byte>)> message_size;
+  /// Where floods are counted; null: nowhere.
+  std::shared_ptr<WebSocketStats> stats;
 };
 
 /// Why an upgrade failed (the connection closes with handshake_failed and this message).

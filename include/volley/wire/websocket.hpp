@@ -24,6 +24,7 @@ inline constexpr std::uint16_t protocol_error = 1002;
 inline constexpr std::uint16_t unsupported_data = 1003;
 inline constexpr std::uint16_t no_status = 1005;  ///< never sent: a close frame without a code
 inline constexpr std::uint16_t invalid_payload = 1007;
+inline constexpr std::uint16_t policy_violation = 1008;
 inline constexpr std::uint16_t message_too_big = 1009;
 }  // namespace close_code
 
@@ -44,6 +45,8 @@ enum class Errc {
   bad_close_payload,        ///< a close frame with a 1-byte payload (1002)
   bad_close_code,           ///< a close code no endpoint may send (1002)
   close_reason_not_utf8,    ///< a close reason that is not UTF-8 (1007)
+  empty_frame_flood,        ///< more than kMaxEmptyFramesInARow data frames in a row that carry no byte (1008)
+  control_flood,            ///< pings or pongs faster than the transport allows (1008; the transport's own check)
 };
 const std::error_category& websocket_category() noexcept;
 inline std::error_code make_error_code(Errc e) noexcept { return {static_cast<int>(e), websocket_category()}; }
@@ -55,6 +58,10 @@ bool is_utf8(std::string_view text) noexcept;
 
 inline constexpr std::size_t kMaxHeaderSize = 14;
 inline constexpr std::size_t kMaxControlPayload = 125;
+/// Data frames that carry nothing (empty fragments, empty messages) in a row
+/// before one with a byte: more is a flood that costs the receiver work for
+/// no data (close 1008). A real peer sends a few at most.
+inline constexpr std::uint32_t kMaxEmptyFramesInARow = 1024;
 
 /// Writes a frame header for a payload of `length` bytes at `out` and returns
 /// its size (2 to 14 bytes). `mask` set: the frame is masked with it (a
@@ -123,6 +130,7 @@ class Receiver {
   bool in_message_ = false;
   std::uint64_t message_size_ = 0;
   std::uint64_t messages_ = 0;
+  std::uint32_t empty_frames_in_a_row_ = 0;
   std::array<std::byte, kMaxControlPayload> control_{};
   std::size_t control_size_ = 0;
   std::uint16_t close_code_ = close_code::no_status;

@@ -209,6 +209,11 @@ bool TcpConnection::read_once() {
       });
       return false;
     }
+    // The transport ended its turn with input left: read on after the loop's other work.
+    if (transport_ && transport_->blocked_on() == StreamTransport::Wait::none && transport_->has_buffered_input()) {
+      post_read();
+      return false;
+    }
     do_read();
     return false;
   }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -161,6 +162,8 @@ class WebSocketTransport final : public StreamTransport {
     }
     if (in_band_end_ != End::none) return drain(ec);
     stopped_full_ = false;
+    yielded_ = false;
+    std::size_t taken = 0;  // wire bytes read from the layer below in this turn
     // Answers to pings wait in out_ when the socket was full: they go first.
     if (pending_out() > 0) {
       boost::system::error_code ignored;
@@ -192,6 +195,12 @@ class WebSocketTransport final : public StreamTransport {
         }
       }
       if (drained && !lower_->has_buffered_input()) break;
+      if (taken >= kMaxReadTurn) {
+        // A peer whose frames yield little (empty fragments, pings) must not
+        // hold the loop for as long as it keeps sending: the turn ends here.
+        yielded_ = true;
+        break;
+      }
       // Keep a partial frame, make room behind it.
       if (in_begin_ == in_end_) {
         in_begin_ = in_end_ = 0;
@@ -212,10 +221,16 @@ class WebSocketTransport final : public StreamTransport {
         break;
       }
       in_end_ += n;
+      taken += n;
       drained = n < room;
     }
     if (produced > 0) return produced;
     if (end_ || signal_) return read_some(buffer, ec);
+    if (yielded_) {
+      blocked_ = Wait::none;  // with has_buffered_input(): called again after the loop's other work
+      ec = asio::error::would_block;
+      return 0;
+    }
     // An answer still waiting for room goes before more reading.
     if (pending_out() > 0 && blocked_ != Wait::read) blocked_ = Wait::write;
     if (blocked_ == Wait::none) blocked_ = Wait::read;
@@ -250,7 +265,7 @@ class WebSocketTransport final : public StreamTransport {
 
   Wait blocked_on() const override { return blocked_; }
   bool has_buffered_input() const override {
-    return end_.has_value() || signal_.has_value() || stopped_full_ || lower_->has_buffered_input();
+    return end_.has_value() || signal_.has_value() || stopped_full_ || yielded_ || lower_->has_buffered_input();
   }
   End ended_in_band() const override { return in_band_end_; }
   bool has_buffered_output() const override { return pending_out() > 0 || lower_->has_buffered_output(); }
@@ -388,7 +403,11 @@ class WebSocketTransport final : public StreamTransport {
   void on_event(ws::Receiver::Event event) {
     switch (event) {
       case ws::Receiver::Event::ping:
+        if (!control_frame_allowed()) return fail(ws::Errc::control_flood);
         if (!close_sent_) append_control(ws::Opcode::pong, receiver_.control_payload());
+        break;
+      case ws::Receiver::Event::pong:  // unsolicited (this end sends no pings): allowed as a heartbeat, at a rate
+        if (!control_frame_allowed()) return fail(ws::Errc::control_flood);
         break;
       case ws::Receiver::Event::close:
         // The messages end here (a clean end). The answer, with the same code,
@@ -398,12 +417,7 @@ class WebSocketTransport final : public StreamTransport {
         in_band_end_ = End::closed_by_peer;
         signal_ = asio::error::eof;
         break;
-      case ws::Receiver::Event::error: {
-        if (!close_sent_) send_close(ws::close_code_for(static_cast<ws::Errc>(receiver_.error().value())));
-        in_band_end_ = End::protocol_error;
-        signal_ = receiver_.error();
-        break;
-      }
+      case ws::Receiver::Event::error: fail(static_cast<ws::Errc>(receiver_.error().value())); break;
       default: break;
     }
     if (pending_out() > 0) {
@@ -412,13 +426,35 @@ class WebSocketTransport final : public StreamTransport {
     }
   }
 
+  // The peer broke the protocol or flooded: the close code goes out, the exchange ends in band.
+  void fail(ws::Errc e) {
+    if (!close_sent_) send_close(ws::close_code_for(e));
+    boost::system::error_code ignored;
+    flush_out(ignored);
+    if ((e == ws::Errc::empty_frame_flood || e == ws::Errc::control_flood) && options_.stats)
+      options_.stats->floods.fetch_add(1, std::memory_order_relaxed);
+    in_band_end_ = End::protocol_error;
+    signal_ = make_error_code(e);
+  }
+
+  // At most kMaxPingsPerSecond pings and pongs in the second that began with the first of them.
+  bool control_frame_allowed() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - control_window_start_ >= std::chrono::seconds(1)) {
+      control_window_start_ = now;
+      control_frames_in_window_ = 0;
+    }
+    return ++control_frames_in_window_ <= kMaxPingsPerSecond;
+  }
+
   // After the in-band end: what still comes is read and dropped, until the peer's end of the socket.
   std::size_t drain(boost::system::error_code& ec) {
     if (pending_out() > 0) {
       boost::system::error_code ignored;
       flush_out(ignored);
     }
-    for (;;) {
+    yielded_ = false;
+    for (std::size_t taken = 0;;) {
       const std::size_t n = lower_->read_some(in_, ec);
       if (ec == asio::error::would_block || ec == asio::error::try_again) {
         blocked_ = lower_->blocked_on();
@@ -428,11 +464,17 @@ class WebSocketTransport final : public StreamTransport {
         end_ = ec;
         return 0;
       }
+      ec = asio::error::would_block;
       if (n < in_.size() && !lower_->has_buffered_input()) {
         blocked_ = Wait::read;
-        ec = asio::error::would_block;
         return 0;
       }
+      if ((taken += n) >= kMaxReadTurn) {  // a peer that floods after the end does not hold the loop either
+        yielded_ = true;
+        blocked_ = Wait::none;
+        return 0;
+      }
+      ec = {};
     }
   }
 
@@ -479,7 +521,10 @@ class WebSocketTransport final : public StreamTransport {
   std::vector<std::byte> pending_;
   Wait blocked_ = Wait::none;
   bool stopped_full_ = false;
+  bool yielded_ = false;  // the last read ended its turn with input left (kMaxReadTurn)
   bool close_sent_ = false;
+  std::chrono::steady_clock::time_point control_window_start_{};
+  std::uint32_t control_frames_in_window_ = 0;
   std::optional<std::uint16_t> peer_close_code_;  // the peer's close, answered by shutdown_send()
   std::optional<std::error_code> refusal_;
   End in_band_end_ = End::none;

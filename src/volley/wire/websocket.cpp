@@ -27,6 +27,8 @@ class WebSocketCategory final : public std::error_category {
       case Errc::bad_close_payload: return "websocket: close frame with a 1-byte payload (close 1002)";
       case Errc::bad_close_code: return "websocket: invalid close code (close 1002)";
       case Errc::close_reason_not_utf8: return "websocket: close reason not UTF-8 (close 1007)";
+      case Errc::empty_frame_flood: return "websocket: a flood of data frames that carry nothing (close 1008)";
+      case Errc::control_flood: return "websocket: pings or pongs faster than allowed (close 1008)";
     }
     return "websocket: unknown error";
   }
@@ -50,6 +52,8 @@ std::uint16_t close_code_for(Errc e) noexcept {
     case Errc::text_message: return close_code::unsupported_data;
     case Errc::message_too_big: return close_code::message_too_big;
     case Errc::close_reason_not_utf8: return close_code::invalid_payload;
+    case Errc::empty_frame_flood:
+    case Errc::control_flood: return close_code::policy_violation;
     default: return close_code::protocol_error;
   }
 }
@@ -193,6 +197,11 @@ Receiver::Event Receiver::begin_frame() noexcept {
   if (!control) {
     if (length > max_message_size_ - message_size_) return fail(Errc::message_too_big);
     message_size_ += length;
+    if (length > 0) {
+      empty_frames_in_a_row_ = 0;
+    } else if (++empty_frames_in_a_row_ > kMaxEmptyFramesInARow) {
+      return fail(Errc::empty_frame_flood);
+    }
   }
   remaining_ = length;
   phase_ = 0;
