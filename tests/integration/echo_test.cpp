@@ -52,7 +52,11 @@ TEST(Echo, TcpClientThatReadsLateGetsEveryByteBack) {
 TEST(Echo, UdpEchoesEveryDatagram) {
   TempDir dir;
   EchoServer server(dir, {"--proto", "udp", "-t", "2"});
-  const auto r = run_client(dir, server.port(), {"--proto", "udp", "-c", "4", "-t", "2", "-m", "50", "-s", "100", "-z", "1"});
+  // A loss timeout far above the 200 ms default: a sanitizer build on two busy
+  // CPUs can leave the server unscheduled for longer (the whole 50-datagram
+  // window of one client was once given up on that way, and echoed after).
+  const auto r = run_client(dir, server.port(), {"--proto", "udp", "-c", "4", "-t", "2", "-m", "50", "-s", "100", "-z",
+                                                 "1", "--loss-timeout", "5000"});
   expect_clean_run(r, 100);
   EXPECT_EQ(json_u64(r.report, "lost"), 0u);
   const auto totals = server.stop();
@@ -236,7 +240,9 @@ TEST(EchoThreadPool, ManyClientsGetEveryByteBackAndTheCountsAgree) {
 TEST(EchoThreadPool, UdpEchoesEveryDatagramAndTheCountsAgree) {
   TempDir dir;
   EchoServer server(dir, {"--proto", "udp", "-t", "2", "--design", "thread-pool", "--metrics", "127.0.0.1:0"});
-  const auto r = run_client(dir, server.port(), {"--proto", "udp", "-c", "8", "-t", "2", "-m", "50", "-s", "100", "-z", "1"});
+  // (--loss-timeout: see Echo.UdpEchoesEveryDatagram.)
+  const auto r = run_client(dir, server.port(), {"--proto", "udp", "-c", "8", "-t", "2", "-m", "50", "-s", "100", "-z", "1",
+                                                 "--loss-timeout", "5000"});
   expect_clean_run(r, 100);
   EXPECT_EQ(json_u64(r.report, "lost"), 0u);
   const int mport = metrics_port(server.process());

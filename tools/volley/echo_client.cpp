@@ -40,6 +40,7 @@ struct EchoClientOptions {
   std::size_t messages = 1000;
   std::size_t size = 32;
   double seconds = 10;
+  double loss_timeout_ms = 200;
   bool rtt = false;
   bool busy_poll = false;
   bool json = false;
@@ -109,6 +110,7 @@ int run_echo_client(const EchoClientOptions& o) {
   run.message_size = o.size;
   run.in_flight = o.rtt ? 1 : o.messages;
   run.rtt = o.rtt;
+  run.loss_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.loss_timeout_ms));
   run.pattern = std::make_shared<EchoPattern>(std::max<std::size_t>(256 * 1024, run.in_flight * o.size + o.size));
 
   std::vector<std::unique_ptr<EchoClientCounters>> counters;
@@ -237,6 +239,10 @@ Runner add_echo_client_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-s,--size", o->size, "Message size in bytes")->check(CLI::Range(1, 16 << 20))->capture_default_str();
   cmd->add_option("-z,--seconds", o->seconds, "Seconds of benchmarking")->check(duration_range(0.01, kMaxRunSeconds))->capture_default_str();
+  cmd->add_option("--loss-timeout", o->loss_timeout_ms,
+                 "UDP: milliseconds after which a datagram not echoed counts as lost (and is replaced)")
+      ->check(duration_range(1, 600e3, "ms"))
+      ->capture_default_str();
   cmd->add_flag("--rtt", o->rtt, "One message in flight per client; time every round trip (min/p50/p90/p99/p99.9/max)");
   cmd->add_flag("--busy-poll", o->busy_poll, "Client loops spin instead of sleeping in the kernel (a CPU each)");
   cmd->add_option("--ca", o->ca, "TLS: CA certificate file to verify the server with (default: the system's)")

@@ -43,6 +43,7 @@ struct EchoRun {
   std::size_t message_size = 32;
   std::size_t in_flight = 1000;
   bool rtt = false;
+  std::chrono::milliseconds loss_timeout{200};  // UDP: a datagram not back by then is lost
   Clock::time_point deadline{};
   std::shared_ptr<const EchoPattern> pattern;
   bool running() const { return Clock::now() < deadline; }

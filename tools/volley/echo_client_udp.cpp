@@ -105,11 +105,11 @@ void UdpEchoClient::after_batch() {
 }
 
 void UdpEchoClient::check_loss() {
-  loss_timer_.expires_after(kLossTimeout / 4);
+  loss_timer_.expires_after(run_.loss_timeout / 4);
   loss_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec || !self->endpoint_->is_open()) return;
     // Every datagram out for longer than the timeout is lost; each is replaced.
-    const auto cutoff = EchoRun::Clock::now() - kLossTimeout;
+    const auto cutoff = EchoRun::Clock::now() - self->run_.loss_timeout;
     std::size_t lost = 0;
     while (!self->window_.empty() && self->window_.front().sent < cutoff) {
       if (!self->window_.front().answered) ++lost;

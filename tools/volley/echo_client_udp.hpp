@@ -2,8 +2,8 @@
 // A UDP echo client: one datagram per message, `in_flight` at once, one more
 // for each echo, batched with sendmmsg/recvmmsg (net::UdpEndpoint). Each datagram starts with its
 // sequence number, so late and duplicated echoes are told from fresh ones; a
-// datagram not back within the loss timeout is counted as lost (an error) and
-// replaced, so losses never shrink the window or stall the run.
+// datagram not back within the loss timeout (EchoRun::loss_timeout) is counted
+// as lost (an error) and replaced, so losses never shrink the window or stall the run.
 #include <deque>
 #include <functional>
 #include <memory>
@@ -19,8 +19,6 @@ namespace volley::tools {
 
 class UdpEchoClient : public std::enable_shared_from_this<UdpEchoClient> {
  public:
-  static constexpr std::chrono::milliseconds kLossTimeout{200};
-
   UdpEchoClient(boost::asio::io_context& loop, const EchoRun& run, EchoClientCounters& counters,
                 std::function<void()> done);
   void start(const boost::asio::ip::udp::endpoint& server);
