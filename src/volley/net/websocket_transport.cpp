@@ -403,11 +403,14 @@ class WebSocketTransport final : public StreamTransport {
   void on_event(ws::Receiver::Event event) {
     switch (event) {
       case ws::Receiver::Event::ping:
-        if (!control_frame_allowed()) return fail(ws::Errc::control_flood);
-        if (!close_sent_) append_control(ws::Opcode::pong, receiver_.control_payload());
+        if (!control_frame_allowed()) {
+          fail(ws::Errc::control_flood);
+        } else if (!close_sent_) {
+          append_control(ws::Opcode::pong, receiver_.control_payload());
+        }
         break;
       case ws::Receiver::Event::pong:  // unsolicited (this end sends no pings): allowed as a heartbeat, at a rate
-        if (!control_frame_allowed()) return fail(ws::Errc::control_flood);
+        if (!control_frame_allowed()) fail(ws::Errc::control_flood);
         break;
       case ws::Receiver::Event::close:
         // The messages end here (a clean end). The answer, with the same code,
@@ -426,11 +429,10 @@ class WebSocketTransport final : public StreamTransport {
     }
   }
 
-  // The peer broke the protocol or flooded: the close code goes out, the exchange ends in band.
+  // The peer broke the protocol or flooded: the close code is queued (on_event
+  // flushes it), the exchange ends in band.
   void fail(ws::Errc e) {
     if (!close_sent_) send_close(ws::close_code_for(e));
-    boost::system::error_code ignored;
-    flush_out(ignored);
     if ((e == ws::Errc::empty_frame_flood || e == ws::Errc::control_flood) && options_.stats)
       options_.stats->floods.fetch_add(1, std::memory_order_relaxed);
     in_band_end_ = End::protocol_error;
