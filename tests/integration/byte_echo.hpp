@@ -55,6 +55,21 @@ inline std::size_t round_trips(const RawClient& socket, std::size_t client, std:
   return done;
 }
 
+// `clients` clients at once, each on a thread of its own, each round_trips()
+// `total` bytes in pieces of piece(client); what each got back intact, in order.
+template <class Piece>
+std::vector<std::size_t> echo_from_clients(std::uint16_t port, std::size_t clients, std::size_t total, Piece piece) {
+  std::vector<std::size_t> echoed(clients, 0);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < clients; ++i)
+    threads.emplace_back([&, i] {
+      RawClient socket(port);
+      echoed[i] = round_trips(socket, i, total, piece(i));
+    });
+  for (auto& t : threads) t.join();
+  return echoed;
+}
+
 // Reads until `total` bytes of client `client`'s pattern came back, or a wrong byte, or 5 s of nothing.
 inline std::size_t read_intact(const RawClient& socket, std::size_t client, std::size_t total) {
   std::size_t intact = 0;

@@ -27,6 +27,7 @@
 
 #include "raw_client.hpp"
 #include "server_thread.hpp"
+#include "volley/net/connection_input.hpp"
 #include "volley/net/edge_read_wait.hpp"
 
 namespace volley::test {
@@ -37,7 +38,7 @@ namespace asio = boost::asio;
 
 // Unused where the edge wait is not built (Asio on io_uring).
 [[maybe_unused]] bool waits_without_rearming(asio::ip::tcp::socket& socket) {
-  return net::detail::EdgeReadWait::make_for(socket) != nullptr;
+  return net::detail::ConnectionInput::make_for(socket, nullptr)->kind() == net::detail::ConnectionInput::Kind::edge;
 }
 
 TEST(EdgeReadWait, OnlySocketsOnALoopOneThreadRunsWaitWithoutRearming) {
@@ -173,81 +174,8 @@ TEST(EdgeReadWait, APeerThatClosesWhileTheConnectionWaitsIsSeen) {
   }
 }
 
-// Keeps `loop` busy for `how_long` from the moment this returns: whatever
-// arrives meanwhile is reported by one epoll_wait afterwards.
-void hold(asio::io_context& loop, std::chrono::milliseconds how_long) {
-  auto holding = std::make_shared<std::promise<void>>();
-  std::future<void> held = holding->get_future();
-  asio::post(loop, [holding, how_long] {
-    holding->set_value();
-    std::this_thread::sleep_for(how_long);
-  });
-  held.wait();
-}
-
-// Bytes and the end of stream that arrive together while the loop is busy
-// make one edge. The read that takes the bytes comes back short, yet the
-// socket is not dry: the end is still to be read. The connection must read
-// on rather than wait for an edge that will never come (the peer, which
-// half-closed, would wait for the server's end for ever).
-TEST(EdgeReadWait, BytesAndTheEndThatArriveTogetherAreBothSeen) {
-  net::ServerOptions options{.bind = "127.0.0.1", .port = 0, .threads = 1};
-  options.handle_signals = false;
-  net::Server server(options);
-  std::atomic<int> closed{0};
-  server.listen([&](std::size_t) { return std::make_unique<SlowEcho>(&closed); });
-  ServerThread running(server);
-  const std::array<std::byte, 3> hello{std::byte{1}, std::byte{2}, std::byte{3}};
-  for (int round = 0; round < 10; ++round) {
-    RawClient socket(server.port());
-    socket.send(hello);
-    ASSERT_EQ(socket.read(hello.size()).size(), hello.size()) << round;  // open, and waiting for input
-    hold(server.workers().loop(0), 50ms);  // while the last bytes and the end arrive
-    socket.send(hello);
-    socket.shutdown_write();
-    ASSERT_EQ(socket.read(hello.size()).size(), hello.size()) << round;
-    ASSERT_TRUE(socket.peer_closed()) << "round " << round << ": the server never saw the end that came with the bytes";
-    for (int i = 0; i < 2500 && closed.load() != round + 1; ++i) std::this_thread::sleep_for(2ms);
-    ASSERT_EQ(closed.load(), round + 1) << round;
-  }
-}
-
-// Reads and says nothing: only the read path can notice the peer's end.
-class Sink final : public net::StreamHandler {
- public:
-  explicit Sink(std::atomic<int>& closed) : closed_(closed) {}
-  std::span<std::byte> read_buffer() override { return buffer_; }
-  void on_data(net::TcpConnection&, std::size_t) override {}
-  void on_close(net::TcpConnection&, const net::CloseReason&) override { ++closed_; }
-
- private:
-  std::atomic<int>& closed_;
-  std::array<std::byte, 4096> buffer_{};
-};
-
-// As above, with a reset instead of an orderly end, to a server that never
-// writes (a write would meet the reset and close the connection anyway).
-TEST(EdgeReadWait, BytesAndAResetThatArriveTogetherAreBothSeen) {
-  net::ServerOptions options{.bind = "127.0.0.1", .port = 0, .threads = 1};
-  options.handle_signals = false;
-  net::Server server(options);
-  std::atomic<int> closed{0};
-  server.listen([&](std::size_t) { return std::make_unique<Sink>(closed); });
-  ServerThread running(server);
-  const std::array<std::byte, 3> hello{std::byte{1}, std::byte{2}, std::byte{3}};
-  for (int round = 0; round < 10; ++round) {
-    {
-      RawClient socket(server.port());
-      socket.send(hello);
-      std::this_thread::sleep_for(20ms);  // read, and waiting for more
-      hold(server.workers().loop(0), 50ms);  // while the last bytes and the reset arrive
-      socket.send(hello);
-      socket.reset();
-    }
-    for (int i = 0; i < 2500 && closed.load() != round + 1; ++i) std::this_thread::sleep_for(2ms);
-    ASSERT_EQ(closed.load(), round + 1) << "round " << round << ": the reset that came with the bytes was not seen";
-  }
-}
+// Bytes and the end, or a reset, that arrive together under one edge:
+// ConnectionInputs.BytesAndTheEnd... and ...AReset... (connection_input_test.cpp), for each way of waiting.
 
 }  // namespace
 }  // namespace volley::test

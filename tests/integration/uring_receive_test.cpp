@@ -81,16 +81,10 @@ TEST(UringReceive, ManyConnectionsOnTwoLoopsEchoEveryByteInOrder) {
   server.listen([](std::size_t) { return std::make_unique<ByteEcho<16 * 1024>>(); });
   constexpr std::size_t kClients = 16;
   constexpr std::size_t kBytes = 400 * 1000;
-  std::vector<std::size_t> echoed(kClients, 0);
+  std::vector<std::size_t> echoed;
   {
     ServerThread running(server);
-    std::vector<std::thread> clients;
-    for (std::size_t i = 0; i < kClients; ++i)
-      clients.emplace_back([&, i] {
-        RawClient socket(server.port());
-        echoed[i] = round_trips(socket, i, kBytes, 1000 + 7919 * i);
-      });
-    for (auto& c : clients) c.join();
+    echoed = echo_from_clients(server.port(), kClients, kBytes, [](std::size_t i) { return 1000 + 7919 * i; });
   }
   for (std::size_t i = 0; i < kClients; ++i) EXPECT_EQ(echoed[i], kBytes) << "client " << i;
   const auto& first = receiver_stats(server.workers().loop(0));

@@ -42,9 +42,7 @@ const char* to_string(CloseReason::Kind kind) noexcept;
 
 class TcpConnection;
 namespace detail {
-class EdgeReadWait;
-class SpinReaders;
-class UringRead;
+class ConnectionInput;
 }
 
 // The protocol side of a connection.
@@ -176,24 +174,41 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
 
   void begin();
   void continue_handshake();
-  std::size_t read_socket(std::span<std::byte> buffer, boost::system::error_code& ec);
   // The transport took a batch but holds some of it: the write is not done yet.
   bool transport_output_waiting() const;
   std::size_t write_socket(boost::system::error_code& ec);
   // Waits for the readiness the transport asked for (or writability) and writes the rest of gather_.
   void write_rest(std::size_t already);
   void wait_then(StreamTransport::Wait wait, std::function<void(const boost::system::error_code&)> then);
-  // Waits for input: on the reactor, or on a busy-polling loop's spinning reads.
+
+  // Reading: wait for input (input_, however the loop learns of it), read
+  // until a read leaves nothing over, hand each read to the handler, wait again.
+  enum class Reading {
+    idle,      // no wait queued: not begun, paused, output full, or closed
+    waiting,   // a wait for input, or a read posted to the loop, is queued
+    handling,  // the handler has a read's bytes; on_read decides what follows
+    ended,     // the peer's end was read: no more input
+  };
+  // What a read led to.
+  enum class Read {
+    nothing,  // the socket had nothing after all: the connection waits again
+    done,     // a read was handled; what follows is queued (or reading stopped)
+    again,    // a read was handled and the next must follow at once
+  };
   void do_read();
+  // Reads on the loop's next turn: after a gap (start, resume), or after a read
+  // that left more, so that one busy connection does not hold the loop.
   void post_read();
   // The wait for input is over: reads unless closed or paused. False when the
   // socket had nothing after all (the connection waits again).
   bool on_readable(const boost::system::error_code& ec);
-  // Reads until a read finds nothing, the handler pauses, or the bytes to read
-  // are no longer in shared io_uring buffers; false when nothing was read.
+  // Reads until a read finds nothing or needs no follow-up within this turn;
+  // false when nothing was read.
   bool read_now();
-  bool read_once();
-  void on_read(const boost::system::error_code& ec, std::size_t n);
+  Read read_once();
+  // `more`: the input holds more after these `n` bytes (or the end).
+  Read on_read(const boost::system::error_code& ec, std::size_t n, bool more);
+  void on_read_error(const boost::system::error_code& ec);
   void maybe_flush();
   // After sends outside a cork: flush, and hold the output to its bound.
   void flush_sent();
@@ -207,9 +222,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void check_output_bound(bool restart_reading);
   void arm_idle_check();
 
-  friend class detail::SpinReaders;  // calls on_readable
-  friend class detail::EdgeReadWait;  // calls on_readable
-  friend class detail::UringRead;     // calls on_readable
+  friend class detail::ConnectionInput;  // its wait ends in on_readable
 
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer linger_timer_;
@@ -222,26 +235,20 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   detail::WriteQueue queue_;
   std::vector<boost::asio::const_buffer> gather_;
   State state_ = State::open;
+  Reading reading_ = Reading::idle;
   int cork_depth_ = 0;
-  bool peer_eof_ = false;
-  bool reading_paused_ = false;
-  bool output_full_ = false;  // queued output at high water: not reading until it drains
-  bool active_ = false;       // a byte read or written since the last idle check
-  int quiet_checks_ = 0;      // idle checks in a row that found no activity
+  bool reading_paused_ = false;  // pause_reading(): stay idle until resume_reading()
+  bool output_full_ = false;     // queued output at high water: stay idle until it drains
+  bool active_ = false;          // a byte read or written since the last idle check
+  int quiet_checks_ = 0;         // idle checks in a row that found no activity
   bool in_flush_completion_ = false;
-  bool last_read_filled_ = false;
-  bool read_pending_ = false;
-  bool in_on_read_ = false;  // on_read decides how reading goes on when it returns
-  bool read_again_ = false;  // on_read asks read_now to read again at once
   bool ended_in_band_ = false;  // the transport ended the exchange; the socket lingers
   CloseReason pending_reason_;
   CloseReason::Kind close_kind_ = CloseReason::Kind::local_close;
   std::function<void(TcpConnection&)> close_observer_;
-  // Waits for input without re-arming epoll, where the loop allows it (see edge_read_wait.hpp); else null.
-  std::unique_ptr<detail::EdgeReadWait> edge_wait_;
-  // Receives through the loop's io_uring ring, where the loop has one (see uring_receive.hpp); else null.
-  std::unique_ptr<detail::UringRead> uring_read_;
-  detail::SpinReaders* spin_ = nullptr;  // the loop's spinning reads, where it busy-polls (see spin_readers.hpp)
+  // How this connection learns of input and reads it (connection_input.hpp).
+  // Last: it refers to socket_ and transport_.
+  std::unique_ptr<detail::ConnectionInput> input_;
 };
 
 }  // namespace volley::net

@@ -1,6 +1,13 @@
 #include "edge_read_wait.hpp"
 
-#if defined(VOLLEY_HAS_EDGE_READ_WAIT)
+#if !defined(VOLLEY_HAS_EDGE_READ_WAIT)
+
+namespace volley::net::detail {
+// Asio's backend here is not epoll: connections wait with async_wait.
+std::unique_ptr<ConnectionInput> make_edge_input(boost::asio::ip::tcp::socket&) { return nullptr; }
+}  // namespace volley::net::detail
+
+#else
 
 #include <cerrno>
 #include <cstring>
@@ -30,7 +37,7 @@ struct SocketInternals : asio::ip::tcp::socket {
 
 }  // namespace
 
-std::unique_ptr<EdgeReadWait> EdgeReadWait::make_for(asio::ip::tcp::socket& socket) {
+std::unique_ptr<ConnectionInput> make_edge_input(asio::ip::tcp::socket& socket) {
   // A strand (the thread-pool design) is not a loop's own executor.
   const auto* own = socket.get_executor().target<asio::io_context::executor_type>();
   if (own == nullptr) return nullptr;
@@ -85,7 +92,7 @@ std::size_t EdgeReadWait::read_some(std::span<std::byte> buffer, boost::system::
   return static_cast<std::size_t>(n);
 }
 
-void EdgeReadWait::start(std::shared_ptr<TcpConnection> connection) {
+void EdgeReadWait::wait(std::shared_ptr<TcpConnection> connection) {
   waiting_ = std::move(connection);
   ec_ = boost::system::error_code();
   bytes_transferred_ = 0;
@@ -122,7 +129,7 @@ void EdgeReadWait::complete(void* owner, asio::detail::scheduler_operation* base
   const boost::system::error_code ec = self->ec_;
   self->queued_ = false;
   if (owner == nullptr) return;  // the loop is being destroyed: release the connection, call nothing
-  connection->on_readable(ec);
+  ready(*connection, ec);
 }
 
 }  // namespace volley::net::detail

@@ -30,14 +30,16 @@
 // for the Asio it was written and tested against (Boost 1.81, Debian
 // bookworm's). Where it is another Asio, or its backend is not epoll, or the
 // loop is not one thread's (a thread pool, a strand), or the kernel has no
-// TCP_INQ (before 4.18), make_for() gives null and the connection uses
-// async_wait.
+// TCP_INQ (before 4.18), make_edge_input() gives null and the connection
+// uses the reactor's wait (connection_input.hpp).
 #include <cstddef>
 #include <memory>
 #include <span>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/version.hpp>
+
+#include "connection_input.hpp"
 
 #if defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT) && BOOST_VERSION == 108100
 #define VOLLEY_HAS_EDGE_READ_WAIT 1
@@ -53,25 +55,23 @@ namespace volley::net::detail {
 
 #if defined(VOLLEY_HAS_EDGE_READ_WAIT)
 
-class EdgeReadWait final : public boost::asio::detail::reactor_op {
+// Made by make_edge_input() (connection_input.hpp) for a socket open on a
+// loop one thread runs, on the epoll backend.
+class EdgeReadWait final : public boost::asio::detail::reactor_op, public ConnectionInput {
  public:
-  // For `socket` (open, on a loop one thread runs, the epoll backend), or null.
-  static std::unique_ptr<EdgeReadWait> make_for(boost::asio::ip::tcp::socket& socket);
-
   EdgeReadWait(boost::asio::detail::reactor& reactor, boost::asio::ip::tcp::socket& socket);
-  EdgeReadWait(const EdgeReadWait&) = delete;
-  EdgeReadWait& operator=(const EdgeReadWait&) = delete;
 
+  Kind kind() const noexcept override { return Kind::edge; }
   // One non-blocking read of the socket (errors as Asio's read_some gives
   // them: eof, would_block, ...). left_over() then says whether the kernel
   // holds more input, or the end, after it: read again instead of waiting.
-  std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec);
-  bool left_over() const noexcept { return left_over_ || hung_up_; }
+  std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec) override;
+  bool left_over() const noexcept override { return left_over_ || hung_up_; }
 
   // Queues the wait; `connection` stays alive until it completes, then
-  // connection->on_readable(error) runs on the loop (operation_aborted when the
-  // socket closed meanwhile). One wait at a time.
-  void start(std::shared_ptr<TcpConnection> connection);
+  // ready(*connection, error) runs on the loop (operation_aborted when the
+  // socket closed meanwhile).
+  void wait(std::shared_ptr<TcpConnection> connection) override;
 
  private:
   static status perform(boost::asio::detail::reactor_op* base);
@@ -87,17 +87,6 @@ class EdgeReadWait final : public boost::asio::detail::reactor_op {
   bool left_over_ = false;
   // The reactor reported an error or hang-up: read until the socket says so.
   bool hung_up_ = false;
-};
-
-#else
-
-// Asio's backend here is not epoll: connections wait with async_wait.
-class EdgeReadWait {
- public:
-  static std::unique_ptr<EdgeReadWait> make_for(boost::asio::ip::tcp::socket&) { return nullptr; }
-  std::size_t read_some(std::span<std::byte>, boost::system::error_code&) { return 0; }
-  bool left_over() const noexcept { return false; }
-  void start(std::shared_ptr<TcpConnection>) {}
 };
 
 #endif

@@ -4,6 +4,8 @@
 
 #include <volley/net/tcp_connection.hpp>
 
+#include "connection_input.hpp"
+
 namespace volley::net::detail {
 
 boost::asio::execution_context::id SpinReaders::id;
@@ -25,7 +27,7 @@ SpinReaders* SpinReaders::of(const boost::asio::any_io_executor& executor) {
   return &boost::asio::use_service<SpinReaders>(loop);
 }
 
-bool SpinReaders::wait(std::shared_ptr<TcpConnection> connection) {
+bool SpinReaders::wait(std::shared_ptr<TcpConnection>& connection) {
   if (waiting_.size() >= kMaxConnections) {
     ++stats_.refused;
     return false;
@@ -46,7 +48,7 @@ void SpinReaders::spin() {
     for (auto& waiting : checking_) {
       const std::shared_ptr<TcpConnection> connection = std::move(waiting);
       ++reads;
-      if (connection->on_readable({})) {
+      if (ConnectionInput::ready(*connection, {})) {
         ++stats_.inputs;
         found = true;
       }

@@ -53,8 +53,9 @@ class SpinReaders : public boost::asio::execution_context::service {
   // The loop's service, or null where spinning is off (or `executor` is a strand).
   static SpinReaders* of(const boost::asio::any_io_executor& executor);
 
-  // Takes `connection` as waiting for input; false when full (it then waits on the reactor).
-  bool wait(std::shared_ptr<TcpConnection> connection);
+  // Takes `connection` (moved from) as waiting for input; false when full,
+  // leaving it as it was (it then waits on the reactor).
+  bool wait(std::shared_ptr<TcpConnection>& connection);
   // Reads the waiting connections' sockets, up to kReadsPerPoll reads in all
   // or until one of them finds input; returns after that.
   void spin();

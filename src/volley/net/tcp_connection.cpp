@@ -5,9 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "close_without_cancel.hpp"
-#include "edge_read_wait.hpp"
-#include "spin_readers.hpp"
-#include "uring_receive.hpp"
+#include "connection_input.hpp"
 
 namespace volley::net {
 
@@ -37,11 +35,7 @@ TcpConnection::TcpConnection(asio::ip::tcp::socket socket, std::unique_ptr<Strea
       limits_(limits),
       handler_(std::move(handler)),
       transport_(std::move(transport)),
-      spin_(detail::SpinReaders::of(socket_.get_executor())) {
-  // Plain TCP only: a transport may leave input on the socket after a short read.
-  if (!transport_) uring_read_ = detail::UringRead::make_for(socket_);
-  if (!transport_ && !uring_read_) edge_wait_ = detail::EdgeReadWait::make_for(socket_);
-  if (uring_read_) spin_ = nullptr;  // the ring's completions are its input
+      input_(detail::ConnectionInput::make_for(socket_, transport_.get())) {
   if (limits_.low_water == 0 || limits_.low_water > limits_.high_water) limits_.low_water = limits_.high_water / 4;
   if (transport_) state_ = State::handshaking;
   boost::system::error_code ec;
@@ -126,39 +120,31 @@ void TcpConnection::resume_reading() {
   reading_paused_ = false;
   if (state_ == State::handshaking) return;  // reading begins with the connection
   if (output_full_) return;  // reading comes back once the output drains
-  // Paused and resumed while a read is being handled (a reply written at once,
-  // its completion resuming): on_read goes on as if never paused.
-  if (in_on_read_) return;
+  // A wait still queued goes on as if never paused; a read being handled
+  // (a reply written at once, its completion resuming) decides in on_read.
   // Input that came while paused may have been signalled already: read first, wait after.
-  if (!read_pending_ && state_ != State::closed && !peer_eof_) post_read();
+  if (reading_ == Reading::idle && state_ != State::closed) post_read();
 }
 
-// Reading is "wait until readable, then read what is there": a read that comes
-// back short has drained the socket, and the next one waits for readiness
-// instead of trying a read that would only say EAGAIN (one system call saved
-// per message). The epoll registration is edge-triggered, so data that arrives
-// after a read always raises a new edge; a wait is only ever queued right after
-// a read, in the same handler, so no edge can be missed in between. Where
-// reading (re)starts after a gap (start, resume) it reads first. Asio's
-// async_wait re-arms the registration (epoll_ctl) on every wait; on a loop
-// one thread runs, plain TCP waits without that (edge_read_wait.hpp).
+// Reading is "wait until readable, then read what is there": a read that
+// leaves nothing over has drained the socket, and the next one waits for
+// input instead of trying a read that would only say EAGAIN (one system call
+// saved per message). How the wait learns of input is input_'s business
+// (connection_input.hpp); each way tells of input that arrives after a read
+// that left nothing, so none is missed between the read and the wait queued
+// after it. Where reading (re)starts after a gap (start, resume) it reads first.
 void TcpConnection::do_read() {
-  read_pending_ = true;
-  if (uring_read_) {
-    if (uring_read_->start(shared_from_this())) return;
-    uring_read_.reset();  // the loop's ring could not be opened (logged): the reactor from now on
-    edge_wait_ = detail::EdgeReadWait::make_for(socket_);
-  }
-  // A busy-polling loop reads the socket itself on its next turn (no edge to miss: it just reads).
-  if (spin_ != nullptr && spin_->wait(shared_from_this())) return;
-  if (edge_wait_) return edge_wait_->start(shared_from_this());  // no epoll_ctl: the socket was just read dry
-  socket_.async_wait(asio::socket_base::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
-    self->on_readable(ec);
-  });
+  reading_ = Reading::waiting;
+  input_->wait(shared_from_this());
+}
+
+void TcpConnection::post_read() {
+  reading_ = Reading::waiting;
+  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->on_readable({}); });
 }
 
 bool TcpConnection::on_readable(const boost::system::error_code& ec) {
-  read_pending_ = false;
+  if (reading_ == Reading::waiting) reading_ = Reading::idle;
   if (state_ == State::closed) return false;
   if (ec) {
     if (ec == asio::error::operation_aborted) return false;
@@ -169,119 +155,90 @@ bool TcpConnection::on_readable(const boost::system::error_code& ec) {
   // the input stays in the socket, and the handler's buffer stays as it is
   // (a session may be writing from it); resume_reading() reads first. Output
   // that reached high water from outside a read (a reply from a timer, another
-  // loop) stops reading the same way, until it drains.
+  // loop) stops reading the same way, until it drains. A closing connection
+  // reads on, to see the peer's end.
   if ((reading_paused_ || output_full_) && state_ == State::open) return false;
   return read_now();
 }
 
-void TcpConnection::post_read() {
-  read_pending_ = true;
-  asio::post(socket_.get_executor(), [self = shared_from_this()] {
-    self->read_pending_ = false;
-    if (self->state_ == State::closed || self->reading_paused_ || self->output_full_) return;
-    self->read_now();
-  });
-}
-
 bool TcpConnection::read_now() {
   bool read = false;
-  do {
-    read_again_ = false;
-    if (!read_once()) return read;
-    read = true;
-  } while (read_again_ && state_ != State::closed);
-  return true;
+  for (;;) {
+    switch (read_once()) {
+      case Read::nothing: return read;
+      case Read::done: return true;
+      case Read::again:
+        read = true;
+        if (state_ == State::closed) return true;
+        break;
+    }
+  }
 }
 
-bool TcpConnection::read_once() {
+TcpConnection::Read TcpConnection::read_once() {
   const std::span<std::byte> buf = handler_->read_buffer();
   boost::system::error_code ec;
-  const std::size_t n = read_socket(buf, ec);
+  const std::size_t n = input_->read_some(buf, ec);
   if (ec == asio::error::would_block || ec == asio::error::try_again) {
-    // Nothing after all. A transport may need to write before it can read on.
-    if (transport_ && transport_->blocked_on() == StreamTransport::Wait::write) {
-      read_pending_ = true;
-      wait_then(StreamTransport::Wait::write, [self = shared_from_this()](const boost::system::error_code& wec) {
-        self->read_pending_ = false;
-        if (self->state_ == State::closed || wec == asio::error::operation_aborted) return;
-        if (wec) return self->finish({CloseReason::Kind::io_error, wec.message()});
-        if (!self->reading_paused_) self->read_now();
-      });
-      return false;
-    }
-    // The transport ended its turn with input left: read on after the loop's other work.
-    if (transport_ && transport_->blocked_on() == StreamTransport::Wait::none && transport_->has_buffered_input()) {
-      post_read();
-      return false;
-    }
     do_read();
-    return false;
+    return Read::nothing;
   }
-  // A full buffer, a transport holding input it already took off the socket,
-  // or input (or the end) the kernel says is left, means "read again" rather
-  // than "wait for the next edge".
-  last_read_filled_ = !ec && (n == buf.size() || (transport_ && transport_->has_buffered_input()) ||
-                              (edge_wait_ && edge_wait_->left_over()) || (uring_read_ && uring_read_->left_over()));
-  on_read(ec, n);
-  return true;
+  // A full buffer, or input (or the end) the input knows is left, means
+  // "read again" rather than "wait for the next input".
+  return on_read(ec, n, !ec && (n == buf.size() || input_->left_over()));
 }
 
-std::size_t TcpConnection::read_socket(std::span<std::byte> buffer, boost::system::error_code& ec) {
-  if (transport_) return transport_->read_some(buffer, ec);
-  if (edge_wait_) return edge_wait_->read_some(buffer, ec);
-  if (uring_read_) return uring_read_->read_some(buffer, ec);
-  return socket_.read_some(asio::buffer(buffer.data(), buffer.size()), ec);
-}
-
-void TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n) {
-  if (state_ == State::closed) return;
-  if (ec && transport_ && !ended_in_band_) {
-    const StreamTransport::End end = transport_->ended_in_band();
-    if (end != StreamTransport::End::none) return end_in_band(end, ec);
-  }
+TcpConnection::Read TcpConnection::on_read(const boost::system::error_code& ec, std::size_t n, bool more) {
+  if (state_ == State::closed) return Read::done;
   if (ec) {
-    if (ec == asio::error::eof) {
-      peer_eof_ = true;
-      // After our FIN the peer's FIN completes a graceful close; before it, the
-      // peer hung up first: flush what is queued, then close.
-      if (state_ == State::half_closed) return finish(std::move(pending_reason_));
-      if (state_ == State::open) pending_reason_ = {CloseReason::Kind::peer_closed, {}};
-      if (queue_.queued_bytes() == 0) return finish(std::move(pending_reason_));
-      state_ = State::flushing;
-      return;
-    }
-    if (ec == asio::error::operation_aborted) return;
-    return finish({CloseReason::Kind::io_error, ec.message()});
+    on_read_error(ec);
+    return Read::done;
   }
   active_ = true;
-  struct OnRead {
-    bool& flag;
-    explicit OnRead(bool& f) : flag(f) { flag = true; }
-    ~OnRead() { flag = false; }
-  } const on_read_scope(in_on_read_);
+  // Until the decision below: a resume, or output that drains in a write
+  // completed on the spot, queues no read of its own.
+  reading_ = Reading::handling;
   // Input that arrives after close() still reaches the handler (a client that has
   // finished sending reads the server's last replies); its sends are refused.
   {
     const Corked corked(*this);  // replies to everything in this read leave in one write
     handler_->on_data(*this, n);
   }
-  if (state_ == State::closed) return;
+  if (state_ == State::closed) return Read::done;
   maybe_flush();
-  if (state_ == State::closed) return;  // a flush that completed at once can finish a closing connection
-  check_output_bound(false);  // this read goes on below if it may
-  if (reading_paused_ || output_full_ || read_pending_) return;
-  // A full buffer (or a transport's buffered input) may have left more behind:
-  // read again, after the loop's other work. Bytes in the loop's shared
-  // io_uring buffers are read now instead (read_now loops): left until the
-  // batch ends, they would be copied once more, to the connection's spill.
-  if (last_read_filled_) {
-    if (uring_read_ && uring_read_->holds_buffers()) {
-      read_again_ = true;
-      return;
-    }
-    return post_read();
+  if (state_ == State::closed) return Read::done;  // a flush that completed at once can finish a closing connection
+  check_output_bound(false);
+  reading_ = Reading::idle;
+  if (reading_paused_ || output_full_) return Read::done;
+  if (!more) {
+    do_read();
+    return Read::done;
   }
-  do_read();
+  // More is left: read again, after the loop's other work. Bytes in the
+  // loop's shared io_uring buffers are read now instead: left until the
+  // batch ends, they would be copied once more, to the connection's spill.
+  if (input_->holds_shared_buffers()) return Read::again;
+  post_read();
+  return Read::done;
+}
+
+void TcpConnection::on_read_error(const boost::system::error_code& ec) {
+  if (transport_ && !ended_in_band_) {
+    const StreamTransport::End end = transport_->ended_in_band();
+    if (end != StreamTransport::End::none) return end_in_band(end, ec);
+  }
+  if (ec == asio::error::eof) {
+    reading_ = Reading::ended;
+    // After our FIN the peer's FIN completes a graceful close; before it, the
+    // peer hung up first: flush what is queued, then close.
+    if (state_ == State::half_closed) return finish(std::move(pending_reason_));
+    if (state_ == State::open) pending_reason_ = {CloseReason::Kind::peer_closed, {}};
+    if (queue_.queued_bytes() == 0) return finish(std::move(pending_reason_));
+    state_ = State::flushing;
+    return;
+  }
+  if (ec == asio::error::operation_aborted) return;
+  finish({CloseReason::Kind::io_error, ec.message()});
 }
 
 bool TcpConnection::send(std::span<const std::byte> bytes) {
@@ -437,7 +394,7 @@ void TcpConnection::check_output_bound(bool restart_reading) {
   } else if (output_full_ && queued <= limits_.low_water) {
     output_full_ = false;
     slow_timer_.cancel();
-    if (restart_reading && !reading_paused_ && !read_pending_ && !peer_eof_ && !in_on_read_) post_read();
+    if (restart_reading && !reading_paused_ && reading_ == Reading::idle) post_read();
   }
 }
 
@@ -452,7 +409,7 @@ void TcpConnection::close(CloseReason reason) {
 }
 
 void TcpConnection::half_close() {
-  if (peer_eof_) return finish(std::move(pending_reason_));  // the peer's FIN already came
+  if (reading_ == Reading::ended) return finish(std::move(pending_reason_));  // the peer's FIN already came
   state_ = State::half_closed;
   if (transport_) transport_->shutdown_send();
   boost::system::error_code ec;
@@ -474,8 +431,8 @@ void TcpConnection::end_in_band(StreamTransport::End end, const boost::system::e
     if (state_ == State::flushing && !queue_.in_flight()) half_close();
     if (state_ == State::closed) return;
   }
-  // Flushing, or half-closed already: read on until the peer's end (or the linger timeout).
-  if (transport_->has_buffered_input()) return post_read();
+  // Flushing, or half-closed already: read on until the peer's end (or the
+  // linger timeout), first what the transport holds.
   do_read();
 }
 
@@ -491,12 +448,24 @@ void TcpConnection::finish(CloseReason reason) {
   linger_timer_.cancel();
   slow_timer_.cancel();
   idle_timer_.cancel();
-  if (uring_read_) uring_read_->stop();  // before the close: the receive holds the socket open until cancelled
+  input_->stop();  // before the close: an io_uring receive holds the socket open until cancelled
   detail::close_without_cancel(socket_);  // on io_uring, a close that cancels nothing
   reason.unsent_bytes = queue_.queued_bytes();
   queue_.clear();
   handler_->on_close(*this, reason);
   if (close_observer_) close_observer_(*this);
 }
+
+namespace detail {
+
+bool ConnectionInput::ready(TcpConnection& connection, const boost::system::error_code& ec) {
+  return connection.on_readable(ec);
+}
+
+ConnectionInput::Kind ConnectionInput::kind_of(const TcpConnection& connection) noexcept {
+  return connection.input_->kind();
+}
+
+}  // namespace detail
 
 }  // namespace volley::net

@@ -19,12 +19,13 @@ namespace asio = boost::asio;
 std::unique_ptr<UringRead> UringRead::make_for(asio::ip::tcp::socket& socket) {
   UringReceiver* const receiver = UringReceiver::of(socket.get_executor());
   if (receiver == nullptr || !socket.is_open()) return nullptr;
-  return std::make_unique<UringRead>(*receiver, socket.native_handle());
+  return std::make_unique<UringRead>(*receiver, socket);
 }
 
-UringRead::UringRead(UringReceiver& receiver, int fd) : receiver_(receiver), fd_(fd) {}
+UringRead::UringRead(UringReceiver& receiver, asio::ip::tcp::socket& socket) : receiver_(receiver), socket_(socket) {}
 
 std::size_t UringRead::read_some(std::span<std::byte> buffer, boost::system::error_code& ec) {
+  if (fallback_) return fallback_->read_some(buffer, ec);
   ec = {};
   std::size_t n = 0;
   // The spill holds older bytes than the buffers of this batch.
@@ -59,13 +60,17 @@ std::size_t UringRead::read_some(std::span<std::byte> buffer, boost::system::err
   return 0;
 }
 
-bool UringRead::start(std::shared_ptr<TcpConnection> connection) {
-  if (stopped_ || receiver_.down_) return true;
-  if (!receiver_.ready()) return false;
+void UringRead::wait(std::shared_ptr<TcpConnection> connection) {
+  if (fallback_) return fallback_->wait(std::move(connection));
+  if (stopped_ || receiver_.down_) return;
+  if (!receiver_.ready()) {
+    fallback_ = make_readiness_input(socket_);
+    return fallback_->wait(std::move(connection));
+  }
   if (left_over()) {
     // Bytes (or the end) came while nobody waited: read them on the loop's next turn.
-    asio::post(connection->get_executor(), [connection] { connection->on_readable({}); });
-    return true;
+    asio::post(connection->get_executor(), [connection] { ready(*connection, {}); });
+    return;
   }
   waiting_ = connection;
   if (!armed_ && !starved_) {
@@ -74,11 +79,10 @@ bool UringRead::start(std::shared_ptr<TcpConnection> connection) {
   }
   // Armed: the next completion wakes it. Being cancelled (held back) or
   // starved: armed again when that receive ends, or when buffers come back.
-  return true;
 }
 
 void UringRead::stop() {
-  if (stopped_) return;
+  if (fallback_ || stopped_) return;
   stopped_ = true;
   for (const Held& held : held_) receiver_.give_back(held.buffer);
   held_.clear();
@@ -152,7 +156,7 @@ void UringRead::deliver() {
   listed_ = false;
   if (waiting_ != nullptr && left_over()) {
     const std::shared_ptr<TcpConnection> connection = std::move(waiting_);
-    connection->on_readable({});
+    ready(*connection, {});
   }
 }
 

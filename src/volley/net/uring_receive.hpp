@@ -39,6 +39,8 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/system/error_code.hpp>
 
+#include "connection_input.hpp"
+
 struct io_uring;
 struct io_uring_buf_ring;
 struct io_uring_sqe;
@@ -52,30 +54,32 @@ namespace volley::net::detail {
 class UringReceiver;
 
 // One connection's receive: owned by the connection, used on its loop's thread.
-class UringRead {
+class UringRead final : public ConnectionInput {
  public:
   // For a plain TCP socket on a loop that has a UringReceiver; else null.
   static std::unique_ptr<UringRead> make_for(boost::asio::ip::tcp::socket& socket);
 
-  UringRead(UringReceiver& receiver, int fd);
-  UringRead(const UringRead&) = delete;
-  UringRead& operator=(const UringRead&) = delete;
+  UringRead(UringReceiver& receiver, boost::asio::ip::tcp::socket& socket);
 
+  // io_uring, or the readiness wait the connection fell back to.
+  Kind kind() const noexcept override { return fallback_ ? fallback_->kind() : Kind::io_uring; }
   // Copies received bytes into `buffer`: the count, or would_block when none
   // are here, eof after the peer's end, or the receive's error.
-  std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec);
+  std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec) override;
   // More bytes (or the end, or an error) are here after the last read_some.
-  bool left_over() const noexcept { return !held_.empty() || spill_read_ < spill_.size() || ended_; }
+  bool left_over() const noexcept override {
+    if (fallback_) return fallback_->left_over();
+    return !held_.empty() || spill_read_ < spill_.size() || ended_;
+  }
   // Some of those bytes are still in the loop's shared buffers (until the batch ends).
-  bool holds_buffers() const noexcept { return !held_.empty(); }
+  bool holds_shared_buffers() const noexcept override { return !held_.empty(); }
   // Waits for the next bytes (arming the receive if it is not): then
-  // connection->on_readable() runs on the loop. `connection` stays alive
-  // while the receive is armed. One wait at a time. False when the loop's
-  // ring could not be opened (said in the log): the connection waits on
-  // the reactor instead, from now on.
-  bool start(std::shared_ptr<TcpConnection> connection);
+  // ready(*connection) runs on the loop. `connection` stays alive while the
+  // receive is armed. Where the loop's ring could not be opened (said in the
+  // log), the connection waits for readiness instead, from now on.
+  void wait(std::shared_ptr<TcpConnection> connection) override;
   // The connection finished: cancels the receive, drops what was received.
-  void stop();
+  void stop() override;
 
  private:
   friend class UringReceiver;
@@ -92,7 +96,8 @@ class UringRead {
   void spill_held();
 
   UringReceiver& receiver_;
-  int fd_;
+  boost::asio::ip::tcp::socket& socket_;
+  std::unique_ptr<ConnectionInput> fallback_;  // the readiness wait, where the ring could not open
   std::shared_ptr<TcpConnection> keep_;     // set while the kernel may still complete into this
   std::shared_ptr<TcpConnection> waiting_;  // set while the connection waits for input
   std::vector<Held> held_;                  // this batch's buffers, in order

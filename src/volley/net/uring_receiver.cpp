@@ -191,7 +191,7 @@ io_uring_sqe* UringReceiver::next_submission() {
 void UringReceiver::submit_receive(UringRead& read) {
   ++stats_.arms;
   io_uring_sqe* const sqe = next_submission();
-  io_uring_prep_recv_multishot(sqe, read.fd_, nullptr, 0, 0);
+  io_uring_prep_recv_multishot(sqe, read.socket_.native_handle(), nullptr, 0, 0);
   sqe->flags |= IOSQE_BUFFER_SELECT;
   sqe->buf_group = kBufferGroup;
   io_uring_sqe_set_data(sqe, &read);
