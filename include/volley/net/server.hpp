@@ -73,7 +73,6 @@ struct ServerOptions {
 class Server {
  public:
   using HandlerFactory = TcpServer::HandlerFactory;
-  using SocketAdopter = TcpServer::SocketAdopter;
 
   explicit Server(ServerOptions options = {});
   ~Server();
@@ -84,10 +83,6 @@ class Server {
   /// address is taken or invalid); each accepted connection gets a
   /// TcpConnection driving the handler `factory` makes on its worker loop.
   void listen(HandlerFactory factory);
-  /// Binds and listens now; each accepted socket is handed to `adopter` on its
-  /// worker loop (for transports that wrap the socket, such as TLS). The
-  /// adopter owns what it builds; close it from an on_stop() step.
-  void listen(SocketAdopter adopter);
 
   /// Called once on the control loop when the server is ready: listening,
   /// signals handled, worker loops running. The place to announce the port.

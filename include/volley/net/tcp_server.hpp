@@ -25,11 +25,6 @@ class TcpServer {
   // `worker` the connection will live on.
   using HandlerFactory = std::function<std::unique_ptr<StreamHandler>(std::size_t worker)>;
 
-  // Takes a new socket on the worker loop `worker` instead of a TcpConnection
-  // (TLS wraps it in a stream of its own); the callee owns what it builds,
-  // shutdown() included.
-  using SocketAdopter = std::function<void(std::size_t worker, boost::asio::ip::tcp::socket socket)>;
-
   // Makes the transport of a new connection (TLS); runs on its worker loop.
   using TransportFactory = std::function<std::unique_ptr<StreamTransport>()>;
 
@@ -42,8 +37,6 @@ class TcpServer {
   TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
             HandlerFactory factory, ConnectionLimits limits = {}, TransportFactory transport = {})
       : TcpServer(accept_loop.get_executor(), workers, endpoint, std::move(factory), limits, std::move(transport)) {}
-  TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
-            SocketAdopter adopter);
   TcpServer(const TcpServer&) = delete;
   TcpServer& operator=(const TcpServer&) = delete;
 
@@ -54,8 +47,7 @@ class TcpServer {
   // Connections closed at once because the process was out of descriptors.
   std::uint64_t refused_connections() const noexcept { return refused_.load(std::memory_order_relaxed); }
   // At most `n` connections open at once (0: no limit); one more is accepted
-  // and closed at once, and counted. Call before start(). Connections taken
-  // by a SocketAdopter are its own and not counted.
+  // and closed at once, and counted. Call before start().
   void set_max_connections(std::size_t n) noexcept { max_connections_ = n; }
   std::uint64_t over_limit_connections() const noexcept { return over_limit_.load(std::memory_order_relaxed); }
   // Connections whose transport's handshake failed or missed its deadline.
@@ -74,6 +66,7 @@ class TcpServer {
   void do_accept();
   void shed_one_connection();
   std::vector<std::shared_ptr<TcpConnection>> live_on(std::size_t worker);
+  // Makes and starts the connection of a socket accepted for worker loop `worker`, on it.
   void adopt(std::size_t worker, boost::asio::ip::tcp::socket socket);
 
   LoopPool& workers_;
@@ -92,7 +85,6 @@ class TcpServer {
   std::atomic<std::uint64_t> handshake_failures_{0};
   HandlerFactory factory_;
   TransportFactory transport_;
-  SocketAdopter adopter_;
   ConnectionLimits limits_;
   // live_[w] is touched only on worker loop w.
   std::vector<std::unordered_map<TcpConnection*, std::weak_ptr<TcpConnection>>> live_;

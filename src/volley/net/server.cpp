@@ -38,10 +38,6 @@ void Server::listen(HandlerFactory factory) {
   tcp_->set_max_connections(options_.max_connections);
 }
 
-void Server::listen(SocketAdopter adopter) {
-  tcp_ = std::make_unique<TcpServer>(control_, workers_, endpoint(), std::move(adopter));
-}
-
 asio::ip::tcp::endpoint Server::local_endpoint() const {
   return tcp_ ? tcp_->local_endpoint() : asio::ip::tcp::endpoint{};
 }

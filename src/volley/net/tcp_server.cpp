@@ -34,12 +34,6 @@ TcpServer::TcpServer(const asio::any_io_executor& accept_executor, LoopPool& wor
   acceptor_.listen(asio::socket_base::max_listen_connections);
 }
 
-TcpServer::TcpServer(asio::io_context& accept_loop, LoopPool& workers, const asio::ip::tcp::endpoint& endpoint,
-                     SocketAdopter adopter)
-    : TcpServer(accept_loop, workers, endpoint, HandlerFactory{}) {
-  adopter_ = std::move(adopter);
-}
-
 TcpServer::~TcpServer() {
   if (reserve_fd_ >= 0) ::close(reserve_fd_);
   // An accept may still be in flight (a server destroyed before it stopped,
@@ -85,7 +79,7 @@ void TcpServer::do_accept() {
     if (ec) {
       // A connection reset before it was accepted, and the like: accept the next.
       spdlog::debug("accept failed: {}", ec.message());
-    } else if (max_connections_ > 0 && !adopter_ && open_.load(std::memory_order_relaxed) >= max_connections_) {
+    } else if (max_connections_ > 0 && open_.load(std::memory_order_relaxed) >= max_connections_) {
       // Over the limit: accepted (so the client hears at once, instead of
       // waiting in the backlog) and closed, counted, logged now and then.
       const std::uint64_t over = over_limit_.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -95,13 +89,13 @@ void TcpServer::do_accept() {
                      socket.remote_endpoint(ignored).address().to_string(), max_connections_, over);
       socket.close(ignored);
     } else {
-      if (!adopter_) open_.fetch_add(1, std::memory_order_relaxed);
+      open_.fetch_add(1, std::memory_order_relaxed);
       const std::size_t worker = workers_.next_index();
       const auto protocol = acceptor_.local_endpoint().protocol();
       boost::system::error_code release_error;
       const int fd = socket.release(release_error);
       if (release_error) {
-        if (!adopter_) open_.fetch_sub(1, std::memory_order_relaxed);
+        open_.fetch_sub(1, std::memory_order_relaxed);
         spdlog::warn("accept: cannot hand the connection over: {}", release_error.message());
       } else {
         asio::post(workers_.slot_executor(worker), [this, worker, protocol, fd] {
@@ -110,7 +104,7 @@ void TcpServer::do_accept() {
           s.assign(protocol, fd, assign_error);
           if (assign_error) {
             ::close(fd);
-            if (!adopter_) open_.fetch_sub(1, std::memory_order_relaxed);
+            open_.fetch_sub(1, std::memory_order_relaxed);
             return;
           }
           adopt(worker, std::move(s));
@@ -122,7 +116,6 @@ void TcpServer::do_accept() {
 }
 
 void TcpServer::adopt(std::size_t worker, asio::ip::tcp::socket socket) {
-  if (adopter_) return adopter_(worker, std::move(socket));
   auto connection = std::make_shared<TcpConnection>(std::move(socket), factory_(worker), limits_,
                                                     transport_ ? transport_() : nullptr);
   auto& live = live_[worker];
