@@ -100,6 +100,22 @@ TEST(ArqPacket, UndefinedFlagBitsAreRejected) {
   EXPECT_EQ(decode(packet).error, PacketError::none);  // end of stream is defined
 }
 
+TEST(ArqPacket, ThePeekSaysWhatTheTypeByteSaysAndNothingElse) {
+  std::vector<std::byte> out;
+  encode_data({1, 2, false, volley::test::bytes_of("x")}, out);
+  EXPECT_EQ(peek_type(out), PacketType::data);
+  encode_ack({1, 2, 3, {}}, out);
+  EXPECT_EQ(peek_type(out), PacketType::ack);
+  out[12] ^= std::byte{0xff};  // corrupt: still an ack by its type byte, which decode() then refuses
+  EXPECT_EQ(peek_type(out), PacketType::ack);
+  EXPECT_EQ(decode(out).error, PacketError::bad_checksum);
+  EXPECT_EQ(peek_type(std::span(out).first(kTypeAt)), std::nullopt);  // too short to say
+  for (const int type : {0, 5, 0x7f, 0xff}) {
+    out[kTypeAt] = static_cast<std::byte>(type);
+    EXPECT_EQ(peek_type(out), std::nullopt) << type;
+  }
+}
+
 TEST(ArqPacket, SequenceComparisonWrapsAround) {
   EXPECT_TRUE(seq_before(1, 2));
   EXPECT_FALSE(seq_before(2, 1));

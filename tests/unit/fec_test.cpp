@@ -99,8 +99,8 @@ TEST(FecPacket, RepairAndReportAreByteExact) {
   ASSERT_TRUE(decode_report(report, rb));
   EXPECT_EQ(rb.expected, 25u);
   EXPECT_EQ(rb.lost, 3u);
-  EXPECT_TRUE(is_repair(out));
-  EXPECT_TRUE(is_report(report));
+  EXPECT_EQ(peek_type(out), PacketType::repair);
+  EXPECT_EQ(peek_type(report), PacketType::report);
 }
 
 // The bytes docs/PROTOCOL.md shows, computed by an independent implementation

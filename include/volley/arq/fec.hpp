@@ -62,10 +62,6 @@ bool decode_repair(std::span<const std::byte> bytes, RepairPacket& out);
 void encode_report(const FecReport& report, std::vector<std::byte>& out);
 bool decode_report(std::span<const std::byte> bytes, FecReport& out);
 
-// Whether a datagram is a repair (type 3) or report (type 4) packet by its type byte.
-bool is_repair(std::span<const std::byte> bytes) noexcept;
-bool is_report(std::span<const std::byte> bytes) noexcept;
-
 struct FecConfig {
   std::uint32_t conversation = 1;
   unsigned k = 4;  // data packets per group (fixed mode; the most in adaptive mode is max_k)

@@ -19,6 +19,21 @@ inline constexpr std::size_t kAckSize = 32;
 inline constexpr std::size_t kSackBits = 128;  // packets after the cumulative ack a receiver can report
 inline constexpr std::uint8_t kFlagFin = 0x01;  // end of stream
 
+// The byte after the conversation id says what a packet is; FEC adds two
+// kinds (fec.hpp) to the protocol's two.
+enum class PacketType : std::uint8_t { data = 1, ack = 2, repair = 3, report = 4 };
+inline constexpr std::size_t kTypeAt = 4;
+// What a datagram says it is, by its type byte alone: no size or checksum
+// check (decode() and decode_repair()/decode_report() make those), so a
+// router can pick the one decoder that applies. Null when it is too short to
+// say, or names no type.
+constexpr std::optional<PacketType> peek_type(std::span<const std::byte> bytes) noexcept {
+  if (bytes.size() <= kTypeAt) return std::nullopt;
+  const auto type = static_cast<std::uint8_t>(bytes[kTypeAt]);
+  if (type < 1 || type > 4) return std::nullopt;
+  return static_cast<PacketType>(type);
+}
+
 // RFC 1982 serial number arithmetic: a is before b when b - a is less than 2^31.
 constexpr bool seq_before(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) < 0; }
 

@@ -45,6 +45,9 @@ class ArqReceiver {
   explicit ArqReceiver(const ReceiverConfig& config);
 
   void on_packet(std::span<const std::byte> bytes, Nanos now, const Transmit& transmit);
+  // The same, decoded already (by a caller that routes packets): anything but
+  // a well-formed data packet of this conversation is counted as bad.
+  void on_packet(const Decoded& packet, Nanos now, const Transmit& transmit);
   // The next message in order, if one is ready.
   bool receive(std::vector<std::byte>& message);
   // Sends a window update when taking messages reopened a closed window.

@@ -65,6 +65,9 @@ class ArqSender {
   void close();
   // A packet from the peer (an ack). `now` is the caller's clock.
   void on_packet(std::span<const std::byte> bytes, Nanos now);
+  // The same, decoded already (by a caller that routes packets): anything but
+  // a well-formed ack of this conversation is counted as bad.
+  void on_packet(const Decoded& packet, Nanos now);
   // The packets were protected at `now` (an FEC repair covering them was sent):
   // their timers restart from now, so a timeout does not resend what the
   // repair is about to rebuild at the receiver.

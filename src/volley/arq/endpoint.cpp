@@ -27,22 +27,27 @@ void ArqEndpoint::on_datagram(std::span<const std::byte> packet, Nanos now, cons
     receiver_.on_packet(p, now, out);
     while (receiver_.receive(message_)) deliver(message_);
   };
-  if (is_repair(packet)) {
-    peer_sends_repairs_ = true;
-    fec_decoder_.on_repair(packet, to_receiver, out);
-  } else if (is_report(packet)) {
-    if (fec_encoder_) fec_encoder_->on_report(packet);
-    else unexpected_reports_ += 1;
-  } else if (packet.size() > 4 && std::to_integer<int>(packet[4]) == 2) {
-    sender_.on_packet(packet, now);
-  } else {
-    if (peer_sends_repairs_) {
-      const Decoded d = decode(packet);
-      if (d.error == PacketError::none && !d.is_ack && d.data.conversation == conversation_)
-        fec_decoder_.on_data_packet(packet, d.data.sequence, to_receiver);
-    }
-    to_receiver(packet);
+  // Routed by the type byte; each packet is decoded (its checksum computed) once.
+  switch (peek_type(packet).value_or(PacketType::data)) {
+    case PacketType::repair:
+      peer_sends_repairs_ = true;
+      fec_decoder_.on_repair(packet, to_receiver, out);
+      return;
+    case PacketType::report:
+      if (fec_encoder_) fec_encoder_->on_report(packet);
+      else unexpected_reports_ += 1;
+      return;
+    case PacketType::ack:
+      sender_.on_packet(decode(packet), now);
+      return;
+    case PacketType::data:  // or no type at all: the receiver counts it as bad
+      break;
   }
+  const Decoded d = decode(packet);
+  if (peer_sends_repairs_ && d.error == PacketError::none && !d.is_ack && d.data.conversation == conversation_)
+    fec_decoder_.on_data_packet(packet, d.data.sequence, to_receiver);
+  receiver_.on_packet(d, now, out);
+  while (receiver_.receive(message_)) deliver(message_);
 }
 
 void ArqEndpoint::poll(Nanos now, const Transmit& transmit) {

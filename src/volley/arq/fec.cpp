@@ -22,16 +22,10 @@ using wire::store_u32_be;
 
 namespace {
 
-constexpr std::uint8_t kTypeRepair = 3;
-constexpr std::uint8_t kTypeReport = 4;
 constexpr std::size_t kRepairCrcAt = 16;
 constexpr std::size_t kReportCrcAt = 18;
 
 using detail::packet_checksum;
-
-std::uint8_t type_of(std::span<const std::byte> bytes) noexcept {
-  return bytes.size() > 4 ? std::to_integer<std::uint8_t>(bytes[4]) : 0;
-}
 
 // The probability that more than m of n packets are lost, each with probability p.
 double more_lost_than(unsigned n, unsigned m, double p) {
@@ -54,15 +48,12 @@ void add_source(std::span<std::byte> dst, std::span<const std::byte> packet, std
 
 }  // namespace
 
-bool is_repair(std::span<const std::byte> bytes) noexcept { return type_of(bytes) == kTypeRepair; }
-bool is_report(std::span<const std::byte> bytes) noexcept { return type_of(bytes) == kTypeReport; }
-
 void encode_repair(const RepairPacket& packet, std::vector<std::byte>& out) {
   const std::size_t k = packet.sequences.size();
   out.resize(kRepairHeaderSize + 4 * k + packet.symbol.size());
   std::byte* p = out.data();
   store_u32_be(p, packet.conversation);
-  p[4] = std::byte{kTypeRepair};
+  p[kTypeAt] = static_cast<std::byte>(PacketType::repair);
   p[5] = std::byte{0};
   store_u32_be(p + 6, packet.group);
   p[10] = std::byte{static_cast<unsigned char>(k)};
@@ -77,7 +68,7 @@ void encode_repair(const RepairPacket& packet, std::vector<std::byte>& out) {
 }
 
 bool decode_repair(std::span<const std::byte> bytes, RepairPacket& out) {
-  if (bytes.size() < kRepairHeaderSize || type_of(bytes) != kTypeRepair) return false;
+  if (bytes.size() < kRepairHeaderSize || peek_type(bytes) != PacketType::repair) return false;
   const unsigned k = std::to_integer<unsigned>(bytes[10]);
   const unsigned m = std::to_integer<unsigned>(bytes[11]);
   const unsigned index = std::to_integer<unsigned>(bytes[12]);
@@ -101,7 +92,7 @@ void encode_report(const FecReport& report, std::vector<std::byte>& out) {
   out.resize(kReportSize);
   std::byte* p = out.data();
   store_u32_be(p, report.conversation);
-  p[4] = std::byte{kTypeReport};
+  p[kTypeAt] = static_cast<std::byte>(PacketType::report);
   p[5] = std::byte{0};
   store_u32_be(p + 6, report.groups);
   store_u32_be(p + 10, report.expected);
@@ -111,7 +102,7 @@ void encode_report(const FecReport& report, std::vector<std::byte>& out) {
 }
 
 bool decode_report(std::span<const std::byte> bytes, FecReport& out) {
-  if (bytes.size() != kReportSize || type_of(bytes) != kTypeReport || std::to_integer<unsigned>(bytes[5]) != 0)
+  if (bytes.size() != kReportSize || peek_type(bytes) != PacketType::report || std::to_integer<unsigned>(bytes[5]) != 0)
     return false;
   if (load_u32_be(bytes.data() + kReportCrcAt) != packet_checksum(bytes, kReportCrcAt)) return false;
   out = {load_u32_be(bytes.data()), load_u32_be(bytes.data() + 6), load_u32_be(bytes.data() + 10),

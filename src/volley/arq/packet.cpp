@@ -15,8 +15,6 @@ using wire::store_u16_be;
 using wire::store_u32_be;
 
 namespace {
-constexpr std::uint8_t kTypeData = 1;
-constexpr std::uint8_t kTypeAck = 2;
 constexpr std::size_t kDataCrcAt = 12;
 constexpr std::size_t kAckCrcAt = 28;
 
@@ -35,7 +33,7 @@ void encode_data(const DataPacket& packet, std::vector<std::byte>& out) {
   out.resize(kDataHeaderSize + packet.payload.size());
   std::byte* p = out.data();
   store_u32_be(p, packet.conversation);
-  p[4] = std::byte{kTypeData};
+  p[kTypeAt] = static_cast<std::byte>(PacketType::data);
   p[5] = std::byte{static_cast<unsigned char>(packet.fin ? kFlagFin : 0)};
   store_u32_be(p + 6, packet.sequence);
   store_u16_be(p + 10, static_cast<std::uint16_t>(packet.payload.size()));
@@ -48,7 +46,7 @@ void encode_ack(const AckPacket& packet, std::vector<std::byte>& out) {
   out.resize(kAckSize);
   std::byte* p = out.data();
   store_u32_be(p, packet.conversation);
-  p[4] = std::byte{kTypeAck};
+  p[kTypeAt] = static_cast<std::byte>(PacketType::ack);
   p[5] = std::byte{0};
   store_u32_be(p + 6, packet.cumulative);
   store_u16_be(p + 10, packet.window);
@@ -64,8 +62,8 @@ Decoded decode(std::span<const std::byte> bytes) noexcept {
     d.error = PacketError::too_short;
     return d;
   }
-  const auto type = std::to_integer<std::uint8_t>(bytes[4]);
-  if (type == kTypeData) {
+  const std::optional<PacketType> type = peek_type(bytes);
+  if (type == PacketType::data) {
     const std::size_t length = load_u16_be(bytes.data() + 10);
     if (bytes.size() != kDataHeaderSize + length) {
       d.error = PacketError::bad_length;
@@ -83,7 +81,7 @@ Decoded decode(std::span<const std::byte> bytes) noexcept {
               (std::to_integer<std::uint8_t>(bytes[5]) & kFlagFin) != 0, bytes.subspan(kDataHeaderSize)};
     return d;
   }
-  if (type == kTypeAck) {
+  if (type == PacketType::ack) {
     if (bytes.size() != kAckSize) {
       d.error = PacketError::bad_length;
       return d;

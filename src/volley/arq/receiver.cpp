@@ -28,8 +28,11 @@ bool ArqReceiver::accept_in_order(std::vector<std::byte>&& payload, bool fin) {
   return true;
 }
 
-void ArqReceiver::on_packet(std::span<const std::byte> bytes, Nanos /*now*/, const Transmit& transmit) {
-  const Decoded d = decode(bytes);
+void ArqReceiver::on_packet(std::span<const std::byte> bytes, Nanos now, const Transmit& transmit) {
+  on_packet(decode(bytes), now, transmit);
+}
+
+void ArqReceiver::on_packet(const Decoded& d, Nanos /*now*/, const Transmit& transmit) {
   if (d.error != PacketError::none || d.is_ack || d.data.conversation != config_.conversation) {
     stats_.bad_packets += 1;  // a corrupt packet says nothing trustworthy: no ack
     return;

@@ -61,8 +61,9 @@ void ArqSender::acknowledge_through(std::uint32_t cumulative, Nanos now) {
   if (progress) rto_.clear_backoff();
 }
 
-void ArqSender::on_packet(std::span<const std::byte> bytes, Nanos now) {
-  const Decoded d = decode(bytes);
+void ArqSender::on_packet(std::span<const std::byte> bytes, Nanos now) { on_packet(decode(bytes), now); }
+
+void ArqSender::on_packet(const Decoded& d, Nanos now) {
   if (d.error != PacketError::none || !d.is_ack || d.ack.conversation != config_.conversation) {
     stats_.bad_packets += 1;
     return;
