@@ -89,6 +89,9 @@ class RawClient {
   // Sends our end of stream, keeps reading: peer_closed() then waits for the
   // server to have seen it and closed its side.
   void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
+  // Ends both directions at once: a send blocked on a peer that stopped
+  // reading fails instead of waiting for ever.
+  void shutdown_both() { ::shutdown(fd_, SHUT_RDWR); }
   // Closes with a reset (RST) instead of an orderly end (FIN).
   void reset() {
     const linger abort{1, 0};

@@ -1,0 +1,113 @@
+#!/usr/bin/python3
+"""The connection core's cost, one build against another and against raw
+sockets, samples interleaved, processes pinned:
+- rtt: 32-byte payload round trips, one in flight: bench/raw/raw_pingpong
+  (checked frames, or busy-polling), then each build's pingpong-server and
+  pingpong; blocking and --busy-poll, p50.
+- echo: pipelined 32-byte echo (1 and 100 clients): the server's CPU time
+  (user + system, from wait4 after SIGTERM) per message echoed, for
+  raw_echo_server and each build's echo-server (1 thread); the client is
+  the NEW build's echo-client for all three.
+Usage: bench/core_cost.py OLD_BINDIR NEW_BINDIR [ROUNDS] [rtt,echo]
+       [SERVER_CPU,CLIENT_CPU,ECHO_CLIENT_CPUS]  (default 1,0,0: a 2-core machine)
+The raw programs come from NEW_BINDIR. Prints each sample, then medians."""
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+if len(sys.argv) < 3:
+    sys.exit(__doc__)
+BUILDS = {"old": os.path.abspath(sys.argv[1]), "new": os.path.abspath(sys.argv[2])}
+ENV = dict(os.environ)
+ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+WHAT = sys.argv[4] if len(sys.argv) > 4 else "rtt,echo"
+SCPU, CCPU, ECPU = (sys.argv[5] if len(sys.argv) > 5 else "1,0,0").split(",", 2)
+NEW = BUILDS["new"]
+res = {}
+
+
+def add(key, v):
+    res.setdefault(key, []).append(v)
+    print(key, round(v, 4), flush=True)
+
+
+def start(argv, cpu, listening=True):
+    p = subprocess.Popen(["taskset", "-c", cpu] + argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                         env=ENV)
+    port = None
+    if listening:
+        line = p.stdout.readline()
+        port = line.strip().rsplit(":", 1)[1]
+    else:
+        time.sleep(0.3)
+    return p, port
+
+
+def stop(p):
+    p.send_signal(signal.SIGTERM)
+    _, _, u = os.wait4(p.pid, 0)
+    return u.ru_utime + u.ru_stime
+
+
+def run(argv, cpu, timeout=120):
+    out = subprocess.run(["taskset", "-c", cpu] + argv, capture_output=True, text=True, env=ENV, timeout=timeout)
+    return json.loads(out.stdout)
+
+
+def rtt(build, busy):
+    b = f"{BUILDS[build]}/volley"
+    p, port = start([b, "pingpong-server", "-p", "0", "--no-progress", "--heartbeat-ms", "0"] +
+                    (["--busy-poll"] if busy else []), SCPU)
+    r = run([b, "pingpong", "-p", port, "--sizes", "32", "-n", "100000", "--warmup", "1000", "--heartbeat-ms", "0",
+             "--json", "--no-progress"] + (["--busy-poll"] if busy else []), CCPU)
+    stop(p)
+    return r["results"][0]["p50_us"]
+
+
+def raw_rtt(busy, port):
+    prefix = "busy-" if busy else "checked-"
+    s = subprocess.Popen(["taskset", "-c", SCPU, f"{NEW}/raw_pingpong", prefix + "server", str(port), "37", "37"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    time.sleep(0.2)
+    r = run([f"{NEW}/raw_pingpong", prefix + "client", str(port), "1.5", "37", "37"], CCPU)
+    s.wait(timeout=30)
+    return r["p50_us"]
+
+
+def echo(build, clients, port):
+    if build == "raw":
+        p, _ = start([f"{NEW}/raw_echo_server", str(port), "1"], SCPU, listening=False)
+    else:
+        p, port = start([f"{BUILDS[build]}/volley", "echo-server", "--proto", "tcp", "-p", "0", "-t", "1",
+                         "--no-progress"], SCPU)
+    r = run([f"{NEW}/volley", "echo-client", "--proto", "tcp", "-p", str(port), "-c", str(clients), "-t", "2",
+             "-z", "2", "--json", "--no-progress"], ECPU)
+    cpu = stop(p)
+    msgs = r["total_messages"]
+    return cpu / msgs * 1e9, r["msgs_per_s"]
+
+
+port = 33000
+for rnd in range(ROUNDS):
+    if "rtt" in WHAT:
+        for busy in (False, True):
+            tag = "busy" if busy else "block"
+            port += 1
+            add(f"rtt_{tag}_raw", raw_rtt(busy, port))
+            add(f"rtt_{tag}_old", rtt("old", busy))
+            add(f"rtt_{tag}_new", rtt("new", busy))
+    if "echo" in WHAT:
+        for clients in (1, 100):
+            for build in ("raw", "old", "new"):
+                port += 1
+                ns, rate = echo(build, clients, port)
+                add(f"echo{clients}_{build}_ns_per_msg", ns)
+                add(f"echo{clients}_{build}_msgs_per_s", rate)
+
+print("\nmedians:")
+for k, v in res.items():
+    print(f"{k} {statistics.median(v):.3f} (n={len(v)}, min {min(v):.3f}, max {max(v):.3f})")
