@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
   // The context outlives the server: every connection's TLS shares it.
   std::optional<boost::asio::ssl::context> context;
   net::ServerOptions server_options{.bind = "127.0.0.1", .port = port, .threads = 2};
+  server_options.connection_limits.high_water = 1 << 20;  // a member this far behind is let go
   if (tls) {
     context.emplace(net::make_tls_server_context(args[1], args[2]));
     server_options.transport = [&context] { return net::make_tls_transport(*context, net::TlsRole::server); };
@@ -113,7 +114,6 @@ int main(int argc, char** argv) {
   Room room(server);
   net::SessionOptions options;
   options.heartbeat_interval = 5s;
-  options.high_water = 1 << 20;  // a member this far behind is let go
   server.listen([&](std::size_t worker) {
     return std::make_unique<net::Session>(net::make_checked_codec(64 * 1024), options,
                                           std::make_unique<Member>(room, worker));

@@ -199,7 +199,7 @@ TEST(PingPongServer, RpcFramingEchoesWholeFramesAndTakesTheKeepalive) {
 TEST(PingPongServer, AClientThatReadsLateGetsEveryEchoInOrder) {
   TempDir dir;
   // A small high-water mark: the server must stop reading while its replies back up.
-  RunningPingPongServer server(dir, {"--high-water", "65536", "--metrics", "127.0.0.1:0"});
+  RunningPingPongServer server(dir, {"--max-queued", "65536", "--metrics", "127.0.0.1:0"});
   const int mport = metrics_port(server.process());
   ASSERT_GT(mport, 0) << server.process().stdout_text();
   RawClient client(server.port());

@@ -253,11 +253,10 @@ namespace {
 // unsent bytes reported.
 TEST(ServerPrograms, AStopIsBoundedWhenAPeerStopsReading) {
   TempDir dir;
-  // High-water marks (the session's and the connection's) far above what the
-  // kernel buffers hold, so the echoes of what we send pile up in the server's
-  // queue, certainly unflushable.
+  // A high-water mark far above what the kernel buffers hold, so the echoes
+  // of what we send pile up in the server's queue, certainly unflushable.
   ChildProcess server({bin("volley"), "pingpong-server", "--port", "0", "--json", "--no-progress", "--framing", "checked",
-                       "--high-water", std::to_string(256 << 20), "--max-queued", std::to_string(256 << 20),
+                       "--max-queued", std::to_string(256 << 20),
                        "--heartbeat-ms", "0", "--shutdown-timeout", "1", "--port-file", dir.file("port")},
                       dir.file("server"));
   const int port = wait_for_port_file(dir.file("port"), server);

@@ -370,7 +370,7 @@ TEST_P(SessionOver, LargeEchoesLeaveFromTheInputBufferIntactAndInOrder) {
   };
   int echoed = 0, wrong = 0;
   auto o = options(server.port());
-  o.session.high_water = 64u << 20;  // everything is queued at once
+  o.connection_limits.high_water = 64u << 20;  // everything is queued at once
   net::ReconnectingClient client(loop, o,
                                  {.on_connected = {}, .on_disconnected = {}, .on_connect_failed = {},
                                   .on_message = [&](std::span<const std::byte> p) {
@@ -407,10 +407,10 @@ TEST(Session, HighWaterBoundsTheQueueAndTellsTheWriter) {
   } events;
   net::SessionOptions options;
   options.heartbeat_interval = 0ms;
-  options.high_water = 256 * 1024;
+  const net::ConnectionLimits limits{.high_water = 256 * 1024};
   auto session = std::make_unique<net::Session>(net::make_checked_codec(1 << 20), options, events);
   net::Session& s = *session;
-  auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(session));
+  auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(session), limits);
   connection->start();
 
   const std::vector<std::byte> payload(16 * 1024, std::byte{0x5A});
@@ -433,9 +433,9 @@ TEST(Session, HighWaterBoundsTheQueueAndTellsTheWriter) {
   EXPECT_EQ(events.congested, events.drained + 1);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(s.send(payload), net::SendResult::high_water);
   EXPECT_EQ(s.stats().refused_sends, 100u);
-  EXPECT_LE(peak, options.high_water + payload.size() + 5);
-  EXPECT_GE(peak, options.high_water);
-  EXPECT_LE(s.queued_bytes(), options.high_water + payload.size() + 5);
+  EXPECT_LE(peak, limits.high_water + payload.size() + 5);
+  EXPECT_GE(peak, limits.high_water);
+  EXPECT_LE(s.queued_bytes(), limits.high_water + payload.size() + 5);
   const int drained_before = events.drained;
 
   // Once the reader reads, the queue drains to low water and the writer is told.
@@ -460,14 +460,15 @@ struct RecordingEvents : net::SessionEvents {
 // it is congested (the peer reads nothing); null if it never was.
 // `each_turn` runs once per send while the output fills (a peer that talks while it does not read).
 std::shared_ptr<net::TcpConnection> start_congested(asio::io_context& loop, SilentPeer& peer,
-                                                    const net::SessionOptions& options, net::SessionEvents& events,
+                                                    const net::SessionOptions& options,
+                                                    const net::ConnectionLimits& limits, net::SessionEvents& events,
                                                     const std::function<void()>& each_turn = {}) {
   boost::system::error_code ec;
   auto socket = net::connect_tcp(loop, "127.0.0.1", peer.port(), 2s, ec);
   if (ec || peer.accept() < 0) return nullptr;
   auto session = std::make_unique<net::Session>(net::make_checked_codec(1 << 20), options, events);
   net::Session& s = *session;
-  auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(session));
+  auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(session), limits);
   connection->start();
   const std::vector<std::byte> payload(16 * 1024, std::byte{1});
   for (int i = 0; i < 10000 && !s.congested(); ++i) {
@@ -575,10 +576,9 @@ TEST(Session, SlowConsumerIsDisconnected) {
   RecordingEvents events;
   net::SessionOptions options;
   options.heartbeat_interval = 0ms;
-  options.high_water = 128 * 1024;
-  options.slow_consumer_timeout = 300ms;
+  const net::ConnectionLimits limits{.high_water = 128 * 1024, .slow_consumer_timeout = 300ms};
   const auto start = Clock::now();  // congestion begins after this
-  const auto connection = start_congested(loop, reader, options, events);
+  const auto connection = start_congested(loop, reader, options, limits, events);
   ASSERT_TRUE(connection);
   ASSERT_TRUE(run_until(loop, [&] { return events.closed.has_value(); }, 5s));
   EXPECT_EQ(events.closed->kind, net::CloseReason::Kind::slow_consumer);
@@ -586,26 +586,32 @@ TEST(Session, SlowConsumerIsDisconnected) {
   EXPECT_GE(Clock::now() - start, 300ms);
 }
 
-// A server that pauses its input while its output is congested stops hearing
-// the peer; that silence is its own doing. It used to be reported as the
-// peer's (heartbeat timeout) before the slow-consumer deadline could say what
-// happened.
-TEST(Session, ASlowConsumerWhoseInputIsPausedIsReportedAsSlowNotSilent) {
+// A session that stops reading while its output is full stops hearing the
+// peer; that silence is its own doing. It used to be reported as the peer's
+// (heartbeat timeout) before the slow-consumer deadline could say what
+// happened. It stops either way: its handler pauses its input, or the
+// connection stops reading by itself (ConnectionLimits::stop_reading_when_full,
+// as every server's connection does).
+enum class StopsReading { handler_pauses, connection_stops };
+class SlowConsumerNotSilent : public ::testing::TestWithParam<StopsReading> {};
+
+TEST_P(SlowConsumerNotSilent, APeerThatTalksButNeverReadsIsReportedAsSlow) {
   SilentPeer peer(64 * 1024);
   asio::io_context loop;
   RecordingEvents events;
-  events.pause_when_congested = true;  // the usual answer to a peer that does not read: stop taking its requests
+  events.pause_when_congested = GetParam() == StopsReading::handler_pauses;
   net::SessionOptions options;
   options.heartbeat_interval = 100ms;
   options.heartbeat_misses = 2;  // silence is noticed after 200 ms
-  options.high_water = 128 * 1024;
-  options.slow_consumer_timeout = 1000ms;
+  const net::ConnectionLimits limits{.high_water = 128 * 1024,
+                                     .stop_reading_when_full = GetParam() == StopsReading::connection_stops,
+                                     .slow_consumer_timeout = 1000ms};
   // The peer keeps talking (heartbeats) but never reads, from the start: while
   // the output fills (which can take longer than the silence bound under
-  // ThreadSanitizer) the session hears it; once paused, it does not.
+  // ThreadSanitizer) the session hears it; once stopped, it does not.
   const std::array<std::byte, 5> heartbeat{std::byte{0}, std::byte{0}, std::byte{5}, std::byte{0}, std::byte{0}};
   const auto talk = [&] { ::send(peer.fd(), heartbeat.data(), heartbeat.size(), MSG_DONTWAIT | MSG_NOSIGNAL); };
-  const auto connection = start_congested(loop, peer, options, events, talk);
+  const auto connection = start_congested(loop, peer, options, limits, events, talk);
   ASSERT_TRUE(connection);
   ASSERT_TRUE(run_until(loop, [&] {
     talk();
@@ -613,6 +619,12 @@ TEST(Session, ASlowConsumerWhoseInputIsPausedIsReportedAsSlowNotSilent) {
   }, 5s));
   EXPECT_EQ(events.closed->kind, net::CloseReason::Kind::slow_consumer) << events.closed->detail;
 }
+
+INSTANTIATE_TEST_SUITE_P(Session, SlowConsumerNotSilent,
+                         ::testing::Values(StopsReading::handler_pauses, StopsReading::connection_stops),
+                         [](const auto& info) {
+                           return info.param == StopsReading::handler_pauses ? "HandlerPauses" : "ConnectionStops";
+                         });
 
 TEST(Session, ConnectionsSpreadEvenlyOverWorkers) {
   net::Server server({.bind = "127.0.0.1", .port = 0, .threads = 3, .handle_signals = false});
@@ -641,7 +653,9 @@ TEST(Session, ConnectionsSpreadEvenlyOverWorkers) {
 }
 
 TEST(Session, GracefulCloseFlushesWhatWasQueued) {
-  net::Server server({.bind = "127.0.0.1", .port = 0, .threads = 1, .handle_signals = false});
+  net::ServerOptions server_options{.bind = "127.0.0.1", .port = 0, .threads = 1, .handle_signals = false};
+  server_options.connection_limits.high_water = 64 << 20;  // everything is queued at once
+  net::Server server(server_options);
   constexpr std::size_t kMessages = 256, kSize = 32 * 1024;
   struct Sender : net::SessionEvents {
     void on_open(net::Session& s) override {
@@ -653,7 +667,6 @@ TEST(Session, GracefulCloseFlushesWhatWasQueued) {
   };
   net::SessionOptions options;
   options.heartbeat_interval = 0ms;
-  options.high_water = 64 << 20;
   server.listen([&](std::size_t) -> std::unique_ptr<net::StreamHandler> {
     return std::make_unique<net::Session>(net::make_checked_codec(kSize), options, std::make_unique<Sender>());
   });

@@ -149,11 +149,11 @@ TEST_P(SessionLink, AWriterWhosePeerStopsReadingIsBoundedAndTold) {
   } events;
   net::SessionOptions options;
   options.heartbeat_interval = 0ms;
-  options.high_water = 256 * 1024;
+  const net::ConnectionLimits limits{.high_water = 256 * 1024};
   auto session = std::make_unique<net::Session>(make_codec(framing()), options, events);
   net::Session& s = *session;
   const auto transport = client_transport(link());
-  auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(session), net::ConnectionLimits{},
+  auto connection = std::make_shared<net::TcpConnection>(std::move(socket), std::move(session), limits,
                                                          transport ? transport() : nullptr);
   connection->start();
   ASSERT_TRUE(run_until(loop, [&] { return events.opened; }, 5s));
@@ -171,8 +171,8 @@ TEST_P(SessionLink, AWriterWhosePeerStopsReadingIsBoundedAndTold) {
   ASSERT_TRUE(s.congested());
   EXPECT_EQ(events.congested, events.drained + 1);
   EXPECT_EQ(s.send(payload), net::SendResult::high_water);
-  EXPECT_LE(peak, options.high_water + payload.size() + net::SessionCodec::kMaxHeader);
-  EXPECT_LE(s.queued_bytes(), options.high_water + payload.size() + net::SessionCodec::kMaxHeader);
+  EXPECT_LE(peak, limits.high_water + payload.size() + net::SessionCodec::kMaxHeader);
+  EXPECT_LE(s.queued_bytes(), limits.high_water + payload.size() + net::SessionCodec::kMaxHeader);
   connection->abort({});
 }
 

@@ -219,58 +219,11 @@ TEST(SessionPolicy, HeartbeatsDoNotKeepASessionFromBeingIdle) {
   EXPECT_EQ(heartbeat_times(steps).size(), 10u);  // 50, 150, ... 950
 }
 
-PolicyOptions slow(milliseconds timeout) {
-  PolicyOptions o;
-  o.heartbeat_interval = 0ms;
-  o.slow_consumer_timeout = timeout;
-  return o;
-}
-
-TEST(SessionPolicy, OutputCongestedForTheSlowConsumerTimeoutEndsTheSession) {
-  SessionPolicy p(slow(300ms));
-  p.start(t0);
-  EXPECT_EQ(p.next_deadline(), TimePoint::max());
-  p.congested(t0 + 50ms);
-  p.congested(t0 + 80ms);  // still the same congestion: the clock does not restart
-  EXPECT_EQ(p.next_deadline(), t0 + 350ms);
-  const auto end = end_of(run_until(p, t0 + 10s));
-  ASSERT_TRUE(end);
-  EXPECT_EQ(end->decision.end, End::slow_consumer);
-  EXPECT_EQ(since_t0(end->at), 350ms);
-}
-
-TEST(SessionPolicy, ADrainBeforeTheDeadlineForgivesAndTheNextCongestionStartsAfresh) {
-  SessionPolicy p(slow(300ms));
-  p.start(t0);
-  p.congested(t0 + 50ms);
-  EXPECT_FALSE(end_of(run_until(p, t0 + 349ms)));
-  p.drained();
-  EXPECT_FALSE(end_of(run_until(p, t0 + 2s)));
-  p.congested(t0 + 2s);
-  const auto end = end_of(run_until(p, t0 + 10s));
-  ASSERT_TRUE(end);
-  EXPECT_EQ(since_t0(end->at), 2300ms);
-}
-
-TEST(SessionPolicy, APeerThatNeitherReadsNorTalksIsReportedAsNotReading) {
-  PolicyOptions o = heartbeats(100ms, 2);
-  o.slow_consumer_timeout = 200ms;
-  SessionPolicy p(o);
-  p.start(t0);
-  p.congested(t0);
-  // Both deadlines fall at 200 ms.
-  const auto end = end_of(run_until(p, t0 + 10s, false));
-  ASSERT_TRUE(end);
-  EXPECT_EQ(since_t0(end->at), 200ms);
-  EXPECT_EQ(end->decision.end, End::slow_consumer);
-}
-
 TEST(SessionPolicy, WithEveryCheckOffItNeverWakes) {
   PolicyOptions o;
   o.heartbeat_interval = 0ms;
   SessionPolicy p(o);
   p.start(t0);
-  p.congested(t0);
   p.input_paused();
   p.input_resumed(t0 + 1s);
   EXPECT_FALSE(p.hears_peer());
@@ -283,28 +236,27 @@ TEST(SessionPolicy, WithEveryCheckOffItNeverWakes) {
 TEST(SessionPolicy, TheNextDeadlineIsTheEarliestOfTheChecks) {
   PolicyOptions o = heartbeats(1000ms, 3);  // checks every 500 ms, silence at 3 s
   o.idle_timeout = 800ms;                   // checks every 200 ms
-  o.slow_consumer_timeout = 50ms;
   SessionPolicy p(o);
   p.start(t0);
   EXPECT_EQ(p.next_deadline(), t0 + 200ms);
-  p.congested(t0 + 10ms);
-  EXPECT_EQ(p.next_deadline(), t0 + 60ms);
-  p.drained();
-  EXPECT_EQ(p.next_deadline(), t0 + 200ms);
+  o.idle_timeout = 0ms;  // now the heartbeat check comes first
+  SessionPolicy q(o);
+  q.start(t0);
+  EXPECT_EQ(q.next_deadline(), t0 + 500ms);
 }
 
 TEST(SessionPolicy, RestartingClearsTheLastSession) {
   PolicyOptions o = heartbeats(100ms, 2);
-  o.slow_consumer_timeout = 500ms;
   SessionPolicy p(o);
   p.start(t0);
-  p.congested(t0);
   ASSERT_TRUE(end_of(run_until(p, t0 + 10s)));
+  p.input_paused();  // left paused by the last session
   p.start(t0 + 20s);
   EXPECT_FALSE(p.finished());
+  EXPECT_TRUE(p.reading());
   const auto end = end_of(run_until(p, t0 + 30s));
   ASSERT_TRUE(end);
-  EXPECT_EQ(end->decision.end, End::peer_silent);  // not the old congestion
+  EXPECT_EQ(end->decision.end, End::peer_silent);  // the new session hears its peer from its start
   EXPECT_EQ(since_t0(end->at), 20200ms);
 }
 

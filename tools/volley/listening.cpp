@@ -78,6 +78,7 @@ net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads,
           .shutdown_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.shutdown_timeout_s * 1000)),
           .connection_limits = {.high_water = flags.max_queued,
                             .low_water = flags.max_queued / 4,
+                            .stop_reading_when_full = true,
                             .slow_consumer_timeout =
                                 std::chrono::milliseconds(static_cast<std::int64_t>(flags.max_queued_timeout_s * 1000)),
                             .idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.idle_timeout_s * 1000))},

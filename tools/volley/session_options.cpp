@@ -15,8 +15,6 @@ net::SessionOptions SessionFlags::options() const {
   o.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
   o.heartbeat_misses = heartbeat_misses;
   o.idle_timeout = std::chrono::milliseconds(idle_timeout_ms);
-  o.high_water = high_water;
-  o.slow_consumer_timeout = std::chrono::milliseconds(slow_consumer_ms);
   o.on_protocol_error = on_protocol_error;
   return o;
 }
@@ -52,14 +50,6 @@ void add_session_flags(CLI::App& cmd, SessionFlags& f, bool with_framing) {
         ->capture_default_str();
   add_heartbeat_flags(cmd, f.heartbeat_ms, f.heartbeat_misses);
   cmd.add_option("--idle-timeout-ms", f.idle_timeout_ms, "Close a session with no message either way for this long (0: never)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{86400000}))
-      ->capture_default_str();
-  cmd.add_option("--high-water", f.high_water,
-                 "Queued outgoing bytes at which a session stops taking messages and reading input")
-      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 34))
-      ->capture_default_str();
-  cmd.add_option("--slow-consumer-ms", f.slow_consumer_ms,
-                 "Disconnect a peer that keeps the queue over high water this long (0: never)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{86400000}))
       ->capture_default_str();
   const std::map<std::string, net::SessionOptions::OnProtocolError> policies{

@@ -1,5 +1,7 @@
 #pragma once
-// Command-line flags for a session's policies, shared by the tools that run sessions.
+// Command-line flags for a session's policies, shared by the tools that run
+// sessions. The bounds on bytes are the connection's: servers take them from
+// the listening flags (--max-queued), clients keep net::ConnectionLimits' defaults.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -16,8 +18,6 @@ struct SessionFlags {
   std::int64_t heartbeat_ms = 5000;
   unsigned heartbeat_misses = 3;
   std::int64_t idle_timeout_ms = 0;
-  std::size_t high_water = 4 * 1024 * 1024;
-  std::int64_t slow_consumer_ms = 0;
   net::SessionOptions::OnProtocolError on_protocol_error = net::SessionOptions::OnProtocolError::drop;
   std::string framing = "checked";
   std::size_t max_payload = 1024 * 1024;

@@ -45,8 +45,6 @@ struct TargetOptions {
     net::SessionOptions s;
     s.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
     s.heartbeat_misses = heartbeat_misses;
-    // The connection's own bound (--max-queued) pauses reading at the same mark.
-    s.high_water = listen.max_queued;
     return s;
   }
 };

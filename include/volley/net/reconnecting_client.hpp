@@ -33,6 +33,9 @@ struct ReconnectingClientOptions {
   std::size_t outbox_messages = 4096;
   std::size_t outbox_bytes = 4 * 1024 * 1024;
   SessionOptions session{};
+  // Each connection's bounds (its output's high water: sends are refused
+  // there). The handshake deadline is connect_timeout's.
+  ConnectionLimits connection_limits{};
   std::function<std::unique_ptr<SessionCodec>()> make_codec;
   // Each connection's transport (TLS: make_tls_transport(ctx, TlsRole::client,
   // host)); empty for plain TCP. Its handshake counts against connect_timeout,

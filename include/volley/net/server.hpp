@@ -38,13 +38,14 @@ struct ServerOptions {
   /// cannot keep the server from stopping.
   std::chrono::milliseconds shutdown_timeout = TcpServer::kDefaultShutdownDeadline;
   /// Each connection's bound on replies queued for a peer that does not read:
-  /// reading pauses at 4 MiB queued and resumes at 1 MiB; a peer that keeps a
-  /// connection there 10 s is disconnected as a slow consumer. (Sessions add
-  /// their own, lower, bound with events; this one holds for every handler.)
-  /// No idle timeout unless set (`idle_timeout`). A transport's handshake
-  /// (TLS) must be done within 5 s.
+  /// at 4 MiB queued the handler hears on_backpressure (a session refuses
+  /// sends) and reading pauses, until it drains to 1 MiB; a peer that keeps a
+  /// connection there 10 s is disconnected as a slow consumer. No idle
+  /// timeout unless set (`idle_timeout`). A transport's handshake (TLS) must
+  /// be done within 5 s.
   ConnectionLimits connection_limits{.high_water = 4 << 20,
                                      .low_water = 1 << 20,
+                                     .stop_reading_when_full = true,
                                      .slow_consumer_timeout = std::chrono::seconds(10),
                                      .idle_timeout = {},
                                      .handshake_timeout = std::chrono::seconds(5)};

@@ -1,10 +1,12 @@
 #pragma once
 // A message session on one TCP connection, for any framing (SessionCodec):
-// heartbeats and the liveness check, an idle timeout, a high-water mark on
-// queued outgoing bytes with a slow-consumer policy, and a policy for protocol
-// errors. It is the connection's StreamHandler and lives on the connection's
-// loop. The timing decisions are session::SessionPolicy's (their exact rules
-// are written there); the session feeds it events and runs one timer for it.
+// heartbeats and the liveness check, an idle timeout on messages, and a
+// policy for protocol errors. It is the connection's StreamHandler and lives
+// on the connection's loop. The timing decisions are session::SessionPolicy's
+// (their exact rules are written there); the session feeds it events and runs
+// one timer for it. The bounds on bytes (queued output, slow consumers, idle
+// bytes) are the connection's (ConnectionLimits): over its high water the
+// session refuses sends and passes the connection's backpressure event on.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -32,18 +34,12 @@ struct SessionOptions {
   // No message (heartbeats do not count) either way for this long (up to a
   // quarter more) closes the session. Zero: never.
   std::chrono::milliseconds idle_timeout{0};
-  // Queued outgoing bytes at which sends are refused and the sender told; they
-  // are taken again once the queue drains to low_water (0: half of high_water).
-  std::size_t high_water = 4 * 1024 * 1024;
-  std::size_t low_water = 0;
-  // A peer that keeps the queue above high water this long is disconnected. Zero: never.
-  std::chrono::milliseconds slow_consumer_timeout{0};
   OnProtocolError on_protocol_error = OnProtocolError::drop;
 };
 
 enum class SendResult {
   sent,          // queued on the connection
-  high_water,    // refused: the queue is over its high-water mark
+  high_water,    // refused: the connection's output is full (ConnectionLimits::high_water)
   closed,        // refused: the session is closing or closed
   invalid,       // refused: the payload cannot be framed (too long, malformed)
   queued,        // (ReconnectingClient) kept in the outbox for the next connection
@@ -89,7 +85,8 @@ class SessionEvents {
   // `bytes` more of the queued output reached the kernel (for senders that
   // lend their buffers to send_framed() and must know when they are free).
   virtual void on_written(Session& /*session*/, std::size_t /*bytes*/) {}
-  // congested: the queue crossed high water (sends are refused); false: drained to low water.
+  // congested: the connection's output crossed high water (sends are refused
+  // until it drains); false: drained to low water (ConnectionLimits).
   virtual void on_backpressure(Session& /*session*/, bool /*congested*/) {}
   // Once, at the end. Without on_open before it when the connection's
   // transport (TLS) failed its handshake (reason.kind handshake_failed).
@@ -130,7 +127,7 @@ class Session final : public StreamHandler {
   void resume_input();
 
   bool open() const noexcept { return connection_ != nullptr && connection_->open(); }
-  bool congested() const noexcept { return congested_; }
+  bool congested() const noexcept { return connection_ != nullptr && connection_->output_full(); }
   // Bytes of an unfinished frame read so far (non-zero when the peer left mid-frame).
   std::size_t unfinished_bytes() const { return codec_->buffered(); }
   std::size_t queued_bytes() const noexcept { return connection_ ? connection_->queued_bytes() : 0; }
@@ -144,6 +141,7 @@ class Session final : public StreamHandler {
   std::span<std::byte> read_buffer() override { return codec_->prepare(); }
   void on_data(TcpConnection& connection, std::size_t n) override;
   void on_written(TcpConnection& connection, std::size_t bytes) override;
+  void on_backpressure(TcpConnection& connection, bool full) override;
   void on_close(TcpConnection& connection, const CloseReason& reason) override;
 
  private:
@@ -151,7 +149,9 @@ class Session final : public StreamHandler {
   SendResult can_send() const noexcept;        // sent: yes; else why not
   SendResult queued(std::size_t messages);     // bookkeeping after a send
   void decode_buffered();
-  void enter_congestion();
+  // Tells the policy whether the session hears its peer (it does not while
+  // input is paused, held for a lent payload, or stopped for full output).
+  void update_hearing();
   // Sleeps until the policy's next deadline (only ever moved earlier here: a
   // timer that fires early polls, finds nothing due and sleeps again).
   void arm_timer();
@@ -173,7 +173,6 @@ class Session final : public StreamHandler {
   std::uint64_t bytes_written_ = 0;
   std::uint64_t lent_until_ = 0;
   bool holding_input_ = false;
-  bool congested_ = false;
   bool input_paused_ = false;
 };
 

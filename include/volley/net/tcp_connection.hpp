@@ -59,26 +59,34 @@ class StreamHandler {
   virtual void on_data(TcpConnection& connection, std::size_t n) = 0;
   // A gather write finished: `bytes` more of what was queued reached the kernel.
   virtual void on_written(TcpConnection& /*connection*/, std::size_t /*bytes*/) {}
+  // The queued output crossed the connection's high water (`full`: hold back
+  // what can wait; a session refuses sends) or drained to low water again
+  // (ConnectionLimits). Called from inside the send that crossed it, and
+  // before on_written for the write that drained it.
+  virtual void on_backpressure(TcpConnection& /*connection*/, bool /*full*/) {}
   // Called exactly once, when the connection is finished; without on_open
   // before it when the transport's handshake failed (Kind::handshake_failed).
   virtual void on_close(TcpConnection& connection, const CloseReason& reason) = 0;
 };
 
-// What a connection holds for a peer, whatever the protocol above it.
-// - Output: at `high_water` bytes queued for a peer that does not read (a
-//   server's replies to a client that only sends) the connection stops
-//   reading, so the peer's requests back up into its own buffers; at
-//   `low_water` it reads again; a peer that keeps it at high water for
-//   `slow_consumer_timeout` is disconnected (aborted, the unsent bytes in the
-//   reason). Off by default (high_water 0): a server turns it on
-//   (ServerOptions); a client that also paused would wait on its server forever.
+// What a connection holds for a peer, whatever the protocol above it. Every
+// bound on a connection lives here, and only the connection enforces it.
+// - Output: at `high_water` queued bytes the output is full, and the handler
+//   hears on_backpressure(true); at `low_water` (0: a quarter of high water)
+//   it hears on_backpressure(false). With `stop_reading_when_full` the
+//   connection also reads nothing while full, so a peer that sends without
+//   reading the answers backs up into its own buffers (servers: ServerOptions
+//   turns it on; a client that also stopped would wait on its server for
+//   ever). A peer that keeps the output full for `slow_consumer_timeout` is
+//   disconnected (aborted, Kind::slow_consumer). high_water 0: no bound.
 // - Idleness: a connection with no byte read or written for `idle_timeout` is
-//   closed gracefully (0: never).
+//   closed gracefully (0: never). (A session's idle timeout counts messages.)
 // - Handshake: a transport's handshake not done within `handshake_timeout`
 //   ends the connection (handshake_failed; 0: no deadline).
 struct ConnectionLimits {
-  std::size_t high_water = 0;
+  std::size_t high_water = 4 << 20;                    // 0: no bound
   std::size_t low_water = 0;                           // 0: a quarter of high_water
+  bool stop_reading_when_full = false;
   std::chrono::milliseconds slow_consumer_timeout{0};  // 0: never disconnect
   std::chrono::milliseconds idle_timeout{0};           // 0: never
   std::chrono::milliseconds handshake_timeout{0};      // 0: no deadline
@@ -133,7 +141,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
    public:
     explicit Corked(TcpConnection& c) : c_(c) { ++c_.cork_depth_; }
     ~Corked() {
-      if (--c_.cork_depth_ == 0 && !c_.closed()) c_.flush_sent();
+      if (--c_.cork_depth_ == 0 && !c_.closed()) c_.maybe_flush();
     }
     Corked(const Corked&) = delete;
     Corked& operator=(const Corked&) = delete;
@@ -147,11 +155,11 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void pause_reading() noexcept { reading_paused_ = true; }
   void resume_reading();
 
-  // Queued output is at high water (ConnectionLimits): the connection reads
-  // no more until it drains to low water. A handler that answers input it
-  // has already buffered (pipelined requests) waits too; on_written tells it
-  // when bytes drain.
+  // Queued output is at high water (ConnectionLimits) and has not drained to
+  // low water since. A handler that answers input it has already buffered
+  // (pipelined requests) waits for on_backpressure(false).
   bool output_full() const noexcept { return output_full_; }
+  const ConnectionLimits& limits() const noexcept { return limits_; }
 
   bool open() const noexcept { return state_ == State::open; }
   bool closed() const noexcept { return state_ == State::closed; }
@@ -210,16 +218,21 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   Read on_read(const boost::system::error_code& ec, std::size_t n, bool more);
   void on_read_error(const boost::system::error_code& ec);
   void maybe_flush();
-  // After sends outside a cork: flush, and hold the output to its bound.
-  void flush_sent();
+  // After a send: note whether it filled the output, and flush unless corked.
+  void sent();
   void flush();
   void on_write(const boost::system::error_code& ec, std::size_t n);
   void half_close();
   // The transport ended the exchange in band (see StreamTransport::ended_in_band).
   void end_in_band(StreamTransport::End end, const boost::system::error_code& ec);
   void finish(CloseReason reason);
-  // Enters or leaves the full-output state; on leaving, restarts reading if asked.
-  void check_output_bound(bool restart_reading);
+  // The output bound (ConnectionLimits): the queue grows only by sends and
+  // shrinks only by writes, so each crossing is found where it happens.
+  void note_output_grew();
+  void note_output_shrank();
+  bool stops_reading() const noexcept {
+    return reading_paused_ || (output_full_ && limits_.stop_reading_when_full);
+  }
   void arm_idle_check();
 
   friend class detail::ConnectionInput;  // its wait ends in on_readable
@@ -238,7 +251,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   Reading reading_ = Reading::idle;
   int cork_depth_ = 0;
   bool reading_paused_ = false;  // pause_reading(): stay idle until resume_reading()
-  bool output_full_ = false;     // queued output at high water: stay idle until it drains
+  bool output_full_ = false;     // queued output reached high water and has not drained to low water
   bool active_ = false;          // a byte read or written since the last idle check
   int quiet_checks_ = 0;         // idle checks in a row that found no activity
   bool in_flush_completion_ = false;

@@ -1,13 +1,12 @@
 #pragma once
 // The decisions a session makes over time, as a state machine with no clock
 // and no socket: when a heartbeat is due, when the peer has gone silent, when
-// the session has been idle too long, when a peer that does not read has kept
-// the output congested too long. The caller tells it what happened and when,
+// the session has been idle too long. (Bounds on bytes, such as a peer that
+// does not read its output, are the connection's: net::ConnectionLimits.) The caller tells it what happened and when,
 // asks it what to do at a given time, and sleeps until next_deadline(); tests
 // drive it on a virtual clock. net::Session binds it to one timer.
 //
-// What it promises (with the interval I, the misses M, the idle timeout T and
-// the slow-consumer timeout S):
+// What it promises (with the interval I, the misses M and the idle timeout T):
 // - heartbeats: checked every I/2; a check that finds nothing sent since the
 //   previous one asks for a heartbeat (if no output is queued: a queue that is
 //   still draining reaches the peer anyway). So the peer never waits longer
@@ -19,14 +18,11 @@
 //   from the moment input resumes.
 // - idle: checked every T/4; no message either way (heartbeats do not count)
 //   for T ends the session, between T and T + T/4 after the last message.
-// - slow consumer: output congested for S without a drain ends the session,
-//   exactly at the moment congestion began + S.
-// A zero interval, idle timeout or slow-consumer timeout turns that check off.
+// A zero interval or idle timeout turns that check off.
 // After it has answered with an end, the policy is finished: it asks for
 // nothing more.
 #include <chrono>
 #include <cstdint>
-#include <optional>
 
 namespace volley::session {
 
@@ -37,12 +33,11 @@ struct PolicyOptions {
   std::chrono::milliseconds heartbeat_interval{5000};
   unsigned heartbeat_misses = 3;
   std::chrono::milliseconds idle_timeout{0};
-  std::chrono::milliseconds slow_consumer_timeout{0};
 };
 
-// Why the policy ends a session. peer_silent and slow_consumer mean nothing
-// queued can reach the peer any more (abort); idle is a graceful close.
-enum class End : std::uint8_t { none, peer_silent, idle, slow_consumer };
+// Why the policy ends a session. peer_silent means nothing queued can reach
+// the peer any more (abort); idle is a graceful close.
+enum class End : std::uint8_t { none, peer_silent, idle };
 const char* to_string(End end) noexcept;
 
 struct Decision {
@@ -72,13 +67,10 @@ class SessionPolicy {
   }
   void message_received() noexcept { message_activity_ = true; }
 
-  // Output crossed high water at `now` / drained to low water.
-  void congested(TimePoint now) noexcept;
-  void drained() noexcept { congested_since_.reset(); }
-
   // The caller stopped / resumed reading its input.
   void input_paused() noexcept { input_paused_ = true; }
   void input_resumed(TimePoint now) noexcept;
+  bool reading() const noexcept { return !input_paused_; }
 
   // What to do at `now` (call at or after next_deadline(); an early call is
   // harmless). `output_idle`: nothing is queued for the peer.
@@ -100,7 +92,6 @@ class SessionPolicy {
   TimePoint next_idle_check_ = TimePoint::max();
   TimePoint last_received_{};
   TimePoint last_activity_{};
-  std::optional<TimePoint> congested_since_;
   bool sent_since_check_ = false;
   bool message_activity_ = false;
   bool input_paused_ = false;

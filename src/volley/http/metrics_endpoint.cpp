@@ -17,6 +17,7 @@ namespace {
 net::ConnectionLimits endpoint_limits() {
   return {.high_water = MetricsEndpoint::kOutputHighWater,
           .low_water = 0,
+          .stop_reading_when_full = true,
           .slow_consumer_timeout = std::chrono::seconds(10),
           .idle_timeout = std::chrono::seconds(60),
           .handshake_timeout = {}};

@@ -82,7 +82,7 @@ void ReconnectingClient::on_connect(const boost::system::error_code& ec) {
   }
   auto session = std::make_unique<Session>(options_.make_codec(), options_.session, static_cast<SessionEvents&>(*this));
   Session* raw = session.get();
-  ConnectionLimits limits;
+  ConnectionLimits limits = options_.connection_limits;
   limits.handshake_timeout = options_.connect_timeout;
   connection_ = std::make_shared<TcpConnection>(std::move(*socket_), std::move(session), limits,
                                                 options_.make_transport ? options_.make_transport() : nullptr);

@@ -23,15 +23,12 @@ namespace {
 session::PolicyOptions policy_options(const SessionOptions& o) noexcept {
   return {.heartbeat_interval = o.heartbeat_interval,
           .heartbeat_misses = o.heartbeat_misses,
-          .idle_timeout = o.idle_timeout,
-          .slow_consumer_timeout = o.slow_consumer_timeout};
+          .idle_timeout = o.idle_timeout};
 }
 }  // namespace
 
 Session::Session(std::unique_ptr<SessionCodec> codec, const SessionOptions& options, SessionEvents& events)
-    : codec_(std::move(codec)), options_(options), events_(&events), policy_(policy_options(options)) {
-  if (options_.low_water == 0 || options_.low_water > options_.high_water) options_.low_water = options_.high_water / 2;
-}
+    : codec_(std::move(codec)), options_(options), events_(&events), policy_(policy_options(options)) {}
 
 Session::Session(std::unique_ptr<SessionCodec> codec, const SessionOptions& options,
                  std::unique_ptr<SessionEvents> events)
@@ -42,7 +39,7 @@ Session::Session(std::unique_ptr<SessionCodec> codec, const SessionOptions& opti
 void Session::on_open(TcpConnection& connection) {
   connection_ = &connection;
   policy_.start(Clock::now());
-  if (policy_.next_deadline() != Clock::time_point::max() || options_.slow_consumer_timeout.count() > 0) {
+  if (policy_.next_deadline() != Clock::time_point::max()) {
     timer_.emplace(connection.get_executor());
     arm_timer();
   }
@@ -56,13 +53,12 @@ SendResult Session::refuse(SendResult why) noexcept {
 
 SendResult Session::can_send() const noexcept {
   if (connection_ == nullptr || !connection_->open()) return SendResult::closed;
-  return congested_ ? SendResult::high_water : SendResult::sent;
+  return connection_->output_full() ? SendResult::high_water : SendResult::sent;
 }
 
 SendResult Session::queued(std::size_t messages) {
   stats_.messages_out += messages;
   policy_.message_sent();
-  if (connection_->queued_bytes() >= options_.high_water) enter_congestion();
   return SendResult::sent;
 }
 
@@ -94,7 +90,7 @@ SendResult Session::send_received(std::span<const std::byte> payload) {
     if (!holding_input_) {
       holding_input_ = true;
       connection_->pause_reading();
-      policy_.input_paused();  // not reading, we cannot hear the peer: a peer slow to take it is not silent
+      update_hearing();  // a peer slow to take the payload is not silent
     }
   }
   return queued(1);
@@ -111,12 +107,20 @@ void Session::close(CloseReason reason) {
   if (connection_ != nullptr) connection_->close(std::move(reason));
 }
 
-void Session::enter_congestion() {
-  congested_ = true;
-  ++stats_.high_water_events;
-  policy_.congested(Clock::now());
+void Session::on_backpressure(TcpConnection& /*connection*/, bool full) {
+  if (full) ++stats_.high_water_events;
+  update_hearing();
+  events_->on_backpressure(*this, full);
+}
+
+void Session::update_hearing() {
+  const bool stopped_for_output = connection_ != nullptr && connection_->output_full() &&
+                                  connection_->limits().stop_reading_when_full;
+  const bool reading = !input_paused_ && !holding_input_ && !stopped_for_output;
+  if (reading == policy_.reading()) return;
+  if (!reading) return policy_.input_paused();
+  policy_.input_resumed(Clock::now());
   arm_timer();
-  events_->on_backpressure(*this, true);
 }
 
 void Session::on_written(TcpConnection& connection, std::size_t bytes) {
@@ -128,16 +132,11 @@ void Session::on_written(TcpConnection& connection, std::size_t bytes) {
   if (holding_input_ && bytes_written_ >= lent_until_) {
     holding_input_ = false;  // the lent payloads have left: the input buffer may move again
     if (!input_paused_ && connection.open()) {
-      policy_.input_resumed(Clock::now());
-      arm_timer();
+      update_hearing();
       connection.resume_reading();
     }
   }
   if (bytes > heartbeat) events_->on_written(*this, bytes - heartbeat);
-  if (!congested_ || connection.queued_bytes() > options_.low_water) return;
-  congested_ = false;
-  policy_.drained();
-  events_->on_backpressure(*this, false);
 }
 
 void Session::on_data(TcpConnection& /*connection*/, std::size_t n) {
@@ -180,16 +179,14 @@ void Session::decode_buffered() {
 
 void Session::pause_input() {
   input_paused_ = true;
-  // Not reading, we cannot hear the peer: the liveness check waits for us.
-  policy_.input_paused();
+  update_hearing();  // not reading, we cannot hear the peer: the liveness check waits for us
   if (connection_ != nullptr) connection_->pause_reading();
 }
 
 void Session::resume_input() {
   if (!input_paused_ || connection_ == nullptr || !connection_->open()) return;
   input_paused_ = false;
-  if (!holding_input_) policy_.input_resumed(Clock::now());  // else when the lent payload has left
-  arm_timer();
+  update_hearing();  // unless held for a lent payload, or stopped for full output
   {
     const TcpConnection::Corked corked(*connection_);  // replies to the buffered frames leave together
     decode_buffered();
@@ -228,10 +225,6 @@ void Session::on_timer() {
     case session::End::idle:
       return connection_->close(
           {CloseReason::Kind::idle_timeout, fmt::format("no message for {} ms", options_.idle_timeout.count())});
-    case session::End::slow_consumer:
-      return connection_->abort({CloseReason::Kind::slow_consumer,
-                                 fmt::format("over {} queued bytes for {} ms", options_.high_water,
-                                             options_.slow_consumer_timeout.count())});
   }
   arm_timer();
 }

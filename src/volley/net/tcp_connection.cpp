@@ -119,7 +119,7 @@ void TcpConnection::resume_reading() {
   if (!reading_paused_) return;
   reading_paused_ = false;
   if (state_ == State::handshaking) return;  // reading begins with the connection
-  if (output_full_) return;  // reading comes back once the output drains
+  if (stops_reading()) return;  // full output: reading comes back once it drains
   // A wait still queued goes on as if never paused; a read being handled
   // (a reply written at once, its completion resuming) decides in on_read.
   // Input that came while paused may have been signalled already: read first, wait after.
@@ -157,7 +157,7 @@ bool TcpConnection::on_readable(const boost::system::error_code& ec) {
   // that reached high water from outside a read (a reply from a timer, another
   // loop) stops reading the same way, until it drains. A closing connection
   // reads on, to see the peer's end.
-  if ((reading_paused_ || output_full_) && state_ == State::open) return false;
+  if (stops_reading() && state_ == State::open) return false;
   return read_now();
 }
 
@@ -204,12 +204,10 @@ TcpConnection::Read TcpConnection::on_read(const boost::system::error_code& ec, 
     const Corked corked(*this);  // replies to everything in this read leave in one write
     handler_->on_data(*this, n);
   }
+  // The cork's end flushed, and a flush that completed at once can finish a closing connection.
   if (state_ == State::closed) return Read::done;
-  maybe_flush();
-  if (state_ == State::closed) return Read::done;  // a flush that completed at once can finish a closing connection
-  check_output_bound(false);
   reading_ = Reading::idle;
-  if (reading_paused_ || output_full_) return Read::done;
+  if (stops_reading()) return Read::done;
   if (!more) {
     do_read();
     return Read::done;
@@ -244,7 +242,7 @@ void TcpConnection::on_read_error(const boost::system::error_code& ec) {
 bool TcpConnection::send(std::span<const std::byte> bytes) {
   if (state_ != State::open) return false;
   queue_.append(bytes);
-  if (cork_depth_ == 0) flush_sent();
+  sent();
   return true;
 }
 
@@ -252,7 +250,7 @@ bool TcpConnection::send(std::span<const std::byte> head, std::span<const std::b
   if (state_ != State::open) return false;
   queue_.append(head);
   queue_.append(body);
-  if (cork_depth_ == 0) flush_sent();
+  sent();
   return true;
 }
 
@@ -260,28 +258,26 @@ std::span<std::byte> TcpConnection::reserve_send(std::size_t size) { return queu
 
 void TcpConnection::commit_send(std::size_t unused) {
   queue_.give_back(unused);
-  if (cork_depth_ == 0) flush_sent();
+  sent();
 }
 
-void TcpConnection::flush_sent() {
-  maybe_flush();
-  // A send from outside a read or write completion (a timer, a post from
-  // another loop) is held to the output bound too.
-  check_output_bound(false);
+void TcpConnection::sent() {
+  note_output_grew();  // the handler may close the connection from its on_backpressure
+  if (cork_depth_ == 0 && state_ != State::closed) maybe_flush();
 }
 
 bool TcpConnection::send_borrowed_body(std::span<const std::byte> head, std::span<const std::byte> body) {
   if (state_ != State::open) return false;
   queue_.append(head);
   queue_.append_borrowed(body);
-  if (cork_depth_ == 0) flush_sent();
+  sent();
   return true;
 }
 
 bool TcpConnection::send_borrowed(std::span<const std::byte> bytes) {
   if (state_ != State::open) return false;
   queue_.append_borrowed(bytes);
-  if (cork_depth_ == 0) flush_sent();
+  sent();
   return true;
 }
 
@@ -366,36 +362,39 @@ void TcpConnection::on_write(const boost::system::error_code& ec, std::size_t /*
   if (ec) return finish({CloseReason::Kind::io_error, ec.message()});
   const std::size_t written = queue_.finish_batch();
   active_ = true;
-  check_output_bound(true);  // the handler sees whether output is still full
   {
-    const Corked corked(*this);  // what the handler sends now goes out together, below
+    const Corked corked(*this);  // what the handler sends now goes out together, at its end
+    note_output_shrank();        // first: on_written sees whether output is still full
+    if (state_ == State::closed) return;
     handler_->on_written(*this, written);
   }
-  if (state_ == State::closed) return;
-  maybe_flush();
-  check_output_bound(true);
   if (state_ == State::flushing && !queue_.in_flight()) half_close();
 }
 
-void TcpConnection::check_output_bound(bool restart_reading) {
-  if (limits_.high_water == 0 || state_ == State::closed) return;
-  const std::size_t queued = queue_.queued_bytes();
-  if (!output_full_ && queued >= limits_.high_water) {
-    output_full_ = true;  // on_read stops reading
-    if (limits_.slow_consumer_timeout.count() > 0) {
-      slow_timer_.expires_after(limits_.slow_consumer_timeout);
-      slow_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-        if (ec || !self->output_full_) return;
-        self->abort({CloseReason::Kind::slow_consumer,
-                     "over " + std::to_string(self->limits_.high_water) + " queued bytes for " +
-                         std::to_string(self->limits_.slow_consumer_timeout.count()) + " ms"});
-      });
-    }
-  } else if (output_full_ && queued <= limits_.low_water) {
-    output_full_ = false;
-    slow_timer_.cancel();
-    if (restart_reading && !reading_paused_ && reading_ == Reading::idle) post_read();
+void TcpConnection::note_output_grew() {
+  if (output_full_ || limits_.high_water == 0 || queue_.queued_bytes() < limits_.high_water) return;
+  output_full_ = true;
+  if (limits_.slow_consumer_timeout.count() > 0) {
+    slow_timer_.expires_after(limits_.slow_consumer_timeout);
+    slow_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || !self->output_full_) return;
+      self->abort({CloseReason::Kind::slow_consumer,
+                   "over " + std::to_string(self->limits_.high_water) + " queued bytes for " +
+                       std::to_string(self->limits_.slow_consumer_timeout.count()) + " ms"});
+    });
   }
+  handler_->on_backpressure(*this, true);
+}
+
+void TcpConnection::note_output_shrank() {
+  if (!output_full_ || queue_.queued_bytes() > limits_.low_water) return;
+  const bool was_stopped = stops_reading();
+  output_full_ = false;
+  slow_timer_.cancel();
+  handler_->on_backpressure(*this, false);
+  // Reading stopped for the full output starts again. A read being handled
+  // (a write completed on the spot) decides in on_read.
+  if (was_stopped && !stops_reading() && reading_ == Reading::idle && state_ != State::closed) post_read();
 }
 
 void TcpConnection::close(CloseReason reason) {

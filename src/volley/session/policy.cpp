@@ -9,7 +9,6 @@ const char* to_string(End end) noexcept {
     case End::none: return "none";
     case End::peer_silent: return "peer silent";
     case End::idle: return "idle";
-    case End::slow_consumer: return "slow consumer";
   }
   return "?";
 }
@@ -32,12 +31,7 @@ void SessionPolicy::start(TimePoint now) noexcept {
   last_received_ = last_activity_ = now;
   next_heartbeat_check_ = heartbeat_check_.count() > 0 ? now + heartbeat_check_ : TimePoint::max();
   next_idle_check_ = idle_check_.count() > 0 ? now + idle_check_ : TimePoint::max();
-  congested_since_.reset();
   sent_since_check_ = message_activity_ = input_paused_ = finished_ = false;
-}
-
-void SessionPolicy::congested(TimePoint now) noexcept {
-  if (options_.slow_consumer_timeout.count() > 0 && !congested_since_) congested_since_ = now;
 }
 
 void SessionPolicy::input_resumed(TimePoint now) noexcept {
@@ -49,11 +43,7 @@ void SessionPolicy::input_resumed(TimePoint now) noexcept {
 Decision SessionPolicy::poll(TimePoint now, bool output_idle) noexcept {
   Decision d;
   if (finished_) return d;
-  // A congested peer that also went quiet is reported as what it is first:
-  // it does not read.
-  if (congested_since_ && now >= *congested_since_ + to_clock(options_.slow_consumer_timeout)) {
-    d.end = End::slow_consumer;
-  } else if (hears_peer() && !input_paused_ && now >= last_received_ + liveness_limit_) {
+  if (hears_peer() && !input_paused_ && now >= last_received_ + liveness_limit_) {
     d.end = End::peer_silent;
     d.silent_for = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_received_);
   } else if (now >= next_idle_check_) {
@@ -87,7 +77,6 @@ TimePoint SessionPolicy::next_deadline() const noexcept {
   if (finished_) return TimePoint::max();
   TimePoint next = std::min(next_heartbeat_check_, next_idle_check_);
   if (hears_peer() && !input_paused_) next = std::min(next, last_received_ + liveness_limit_);
-  if (congested_since_) next = std::min(next, *congested_since_ + to_clock(options_.slow_consumer_timeout));
   return next;
 }
 
