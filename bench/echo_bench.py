@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-from bench_common import ServerProcess, median, pinned, raw_pingpong, raw_pingpong_client
+from bench_common import ServerProcess, median, ns_per_message, pinned, raw_pingpong, raw_pingpong_client
 
 SAMPLES = 3
 SECONDS = float(os.environ.get("BENCH_SECONDS", "2"))
@@ -44,8 +44,11 @@ def client(bindir, cpu, port, args, proto="tcp", certs=None):
 def throughput_rows(bindir, certs, record):
     print(f"## Pipelined echo, 32-byte messages, 1000 in flight per client ({SECONDS:g} s per sample, "
           f"median of {SAMPLES})\n")
-    print("| case | placement | Volley msgs/s | baseline | baseline msgs/s | ratio |")
-    print("|---|---|---:|---|---:|---:|")
+    print("Beside each rate, the server's CPU time (user + system) per message it echoed: "
+          "what the message costs, whatever the machine's other load.\n")
+    print("| case | placement | Volley msgs/s | baseline | baseline msgs/s | ratio "
+          "| Volley server CPU/msg | baseline CPU/msg | CPU ratio |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|")
     cases = [
         ("TCP, 1 client, 1 thread", CROSS, ["-c", "1", "-t", "1"], 1, "tcp", "raw epoll server"),
         ("TCP, 100 clients, 2 threads", SHARED, ["-c", "100", "-t", "2"], 2, "tcp", "raw epoll server, 2 threads"),
@@ -61,7 +64,7 @@ def throughput_rows(bindir, certs, record):
         for _ in range(SAMPLES):
             s = volley_server(bindir, scpu, proto, threads, certs=certs)
             vs.append(client(bindir, ccpu, s.port, args, proto, certs))
-            s.stop()
+            vs[-1]["server_ns_per_msg"] = ns_per_message(s.stop(), vs[-1])
             if proto == "tcp":
                 port = 32231
                 b = ServerProcess([f"{bindir}/raw_echo_server", str(port), str(threads)], scpu)
@@ -74,13 +77,15 @@ def throughput_rows(bindir, certs, record):
             else:
                 b = volley_server(bindir, scpu, "tcp", threads)
                 bs.append(client(bindir, ccpu, b.port, [a for a in args if a not in ("--tls-version", "1.2", "1.3")]))
-            b.stop()
+            bs[-1]["server_ns_per_msg"] = ns_per_message(b.stop(), bs[-1])
         for x in vs + bs:
             if x["errors"]:
                 print(f"<!-- {name}: {x['errors']} errors in a sample -->")
         v, b = median([x["msgs_per_s"] for x in vs]), median([x["msgs_per_s"] for x in bs])
+        vc, bc = median([x["server_ns_per_msg"] for x in vs]), median([x["server_ns_per_msg"] for x in bs])
         record.append({"case": name, "placement": place, "volley": vs, "baseline": bs})
-        print(f"| {name} | {place} | {v:,.0f} | {baseline} | {b:,.0f} | {v / b:.2f} |", flush=True)
+        print(f"| {name} | {place} | {v:,.0f} | {baseline} | {b:,.0f} | {v / b:.2f} | {vc:.0f} ns | {bc:.0f} ns "
+              f"| {vc / bc:.2f} |", flush=True)
     print()
 
 
@@ -95,8 +100,9 @@ def backend_rows(bindir, record):
     print(f"## Raw echo on epoll and on io_uring, Volley beside them ({SECONDS:g} s per sample, median of "
           f"{SAMPLES}, samples interleaved)\n")
     print("| case | placement | raw epoll msgs/s | raw io_uring msgs/s | io_uring / epoll | Volley msgs/s "
-          "| Volley / raw epoll | Volley / raw io_uring |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+          "| Volley / raw epoll | Volley / raw io_uring | server CPU/msg: raw epoll, raw io_uring, Volley "
+          "| Volley CPU / raw epoll |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|---:|")
     cases = [
         ("pipelined, 32 B, 1 client, 1 thread", CROSS, ["-c", "1", "-t", "1"], 1),
         ("pipelined, 32 B, 100 clients, 2 threads", SHARED, ["-c", "100", "-t", "2"], 2),
@@ -107,20 +113,21 @@ def backend_rows(bindir, record):
         for _ in range(SAMPLES):
             b = ServerProcess([f"{bindir}/raw_echo_server", "32233", str(threads)], scpu)
             es.append(client(bindir, ccpu, 32233, args))
-            b.stop()
+            es[-1]["server_ns_per_msg"] = ns_per_message(b.stop(), es[-1])
             b = ServerProcess([f"{bindir}/raw_uring_echo", "32234", str(threads)], scpu)
             us.append(client(bindir, ccpu, 32234, args))
-            b.stop()
+            us[-1]["server_ns_per_msg"] = ns_per_message(b.stop(), us[-1])
             s = volley_server(bindir, scpu, "tcp", threads)
             vs.append(client(bindir, ccpu, s.port, args))
-            s.stop()
+            vs[-1]["server_ns_per_msg"] = ns_per_message(s.stop(), vs[-1])
         for x in es + us + vs:
             if x["errors"] or x["mismatched_bytes"]:
                 print(f"<!-- {name}: {x['errors']} errors, {x['mismatched_bytes']} mismatched bytes in a sample -->")
         e, u, v = (median([x["msgs_per_s"] for x in xs]) for xs in (es, us, vs))
+        ec, uc, vc = (median([x["server_ns_per_msg"] for x in xs]) for xs in (es, us, vs))
         record.append({"case": name, "placement": place, "raw_epoll": es, "raw_io_uring": us, "volley": vs})
-        print(f"| {name} | {place} | {e:,.0f} | {u:,.0f} | {u / e:.2f} | {v:,.0f} | {v / e:.2f} | {v / u:.2f} |",
-              flush=True)
+        print(f"| {name} | {place} | {e:,.0f} | {u:,.0f} | {u / e:.2f} | {v:,.0f} | {v / e:.2f} | {v / u:.2f} "
+              f"| {ec:.0f}, {uc:.0f}, {vc:.0f} ns | {vc / ec:.2f} |", flush=True)
     print()
 
 

@@ -5,7 +5,9 @@
    8000 byte scenarios, 5 samples each, drop min and max, average the other 3,
    and the speed-up formula 1 - (variant - dummy) / (virtual - dummy).
 2. Volley against the raw baseline (blocking send/recv, no Volley code) on the
-   1200 mix: bytes per second as a ratio measured in the same run.
+   1200 mix: bytes per second as a ratio measured in the same run, and each
+   side's CPU time (user + system, from wait4) per byte: the target's against
+   the raw sink's, the generator's against the raw sender's.
 3. Scaling: 1 against 4 connections on 2 worker threads.
 
 Samples of the things compared are interleaved, so drift on a shared machine
@@ -21,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 MIXES = {
@@ -46,44 +49,69 @@ def wait_for_file(path, proc, what, timeout=10.0):
     sys.exit(f"bench: {what} did not start")
 
 
+def finish(proc, timeout):
+    """Waits for a Popen'd program (killed after `timeout` s); returns (returncode, stdout, stderr, CPU seconds).
+    Its output must go to files (stdout/stderr given as temporary files), read here once it ended."""
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        killer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    outputs = []
+    for f in proc.output_files:
+        f.seek(0)
+        outputs.append(f.read().decode(errors="replace"))
+        f.close()
+    return proc.returncode, outputs[0], outputs[1], usage.ru_utime + usage.ru_stime
+
+
+def start(argv):
+    """Starts a program whose output finish() reads."""
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    proc = subprocess.Popen(argv, stdout=out, stderr=err)
+    proc.output_files = (out, err)
+    return proc
+
+
 def run_volley(bindir, handler, mix, seconds, connections, target_threads, target_cpus, gen_cpus, gen_threads=None,
                io="reactor"):
     with tempfile.TemporaryDirectory() as tmp:
         port_file = os.path.join(tmp, "port")
-        target = subprocess.Popen(
-            pinned(target_cpus) + [f"{bindir}/volley", "target", "--bind", "127.0.0.1", "--port", "0",
-                                   "--port-file", port_file, "--handler", handler, "--threads", str(target_threads),
-                                   "--json", "--no-progress", "--io", io],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        target = start(pinned(target_cpus) + [f"{bindir}/volley", "target", "--bind", "127.0.0.1", "--port", "0",
+                                              "--port-file", port_file, "--handler", handler, "--threads",
+                                              str(target_threads), "--json", "--no-progress", "--io", io])
         port = wait_for_file(port_file, target, "volley target")
         gen_cmd = pinned(gen_cpus) + [f"{bindir}/traffic_generator", *MIXES[mix], "-t", str(seconds), "--port", port,
                                       "-c", str(connections), "--json", "--no-progress"]
         if gen_threads:
             gen_cmd += ["--threads", str(gen_threads)]
-        gen = subprocess.run(gen_cmd, capture_output=True, text=True, timeout=seconds + 60)
+        gen_status, gen_out, gen_err, gen_cpu = finish(start(gen_cmd), seconds + 60)
         target.send_signal(signal.SIGTERM)
-        out, _ = target.communicate(timeout=60)
-    if gen.returncode != 0:
-        sys.exit(f"bench: generator failed: {gen.stderr}")
-    g, t = json.loads(gen.stdout), json.loads(out[out.index("{"):])  # after the "listening" line
+        _, out, _, target_cpu = finish(target, 60)
+    if gen_status != 0:
+        sys.exit(f"bench: generator failed: {gen_err}")
+    g, t = json.loads(gen_out), json.loads(out[out.index("{"):])  # after the "listening" line
     if g["frames"] != t["frames"] or g["bytes"] != t["bytes"]:
         sys.exit(f"bench: target received {t['frames']} frames, generator sent {g['frames']}")
     return {"ns_per_msg": g["ns_per_msg_inverse_throughput"], "msgs_per_s": g["msgs_per_s"],
-            "mb_per_s": g["mb_per_s"], "frames": g["frames"], "target_cpu_ns": t["cpu_ns_per_frame"]}
+            "mb_per_s": g["mb_per_s"], "frames": g["frames"], "target_cpu_ns": t["cpu_ns_per_frame"],
+            "receiver_ns_per_kb": target_cpu / g["bytes"] * 1e12, "sender_ns_per_kb": gen_cpu / g["bytes"] * 1e12}
 
 
 def run_raw(bindir, mix, seconds, connections, sink_cpus, sender_cpus, port):
-    sink = subprocess.Popen(pinned(sink_cpus) + [f"{bindir}/raw_sink", str(port), str(connections)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sink = start(pinned(sink_cpus) + [f"{bindir}/raw_sink", str(port), str(connections)])
     time.sleep(0.2)
-    sender = subprocess.run(pinned(sender_cpus) + [f"{bindir}/raw_sender", str(port), str(seconds), str(connections),
-                                                   *RAW_MIX[mix]], capture_output=True, text=True,
-                            timeout=seconds + 60)
-    out, err = sink.communicate(timeout=60)
-    if sender.returncode != 0 or sink.returncode != 0:
-        sys.exit(f"bench: raw baseline failed: {sender.stderr} {err}")
-    s = json.loads(sender.stdout)
-    return {"mb_per_s": s["bytes"] / s["seconds"] / 1e6}
+    sender_status, sender_out, sender_err, sender_cpu = finish(
+        start(pinned(sender_cpus) + [f"{bindir}/raw_sender", str(port), str(seconds), str(connections),
+                                     *RAW_MIX[mix]]), seconds + 60)
+    sink_status, _, sink_err, sink_cpu = finish(sink, 60)
+    if sender_status != 0 or sink_status != 0:
+        sys.exit(f"bench: raw baseline failed: {sender_err} {sink_err}")
+    s = json.loads(sender_out)
+    return {"mb_per_s": s["bytes"] / s["seconds"] / 1e6, "receiver_ns_per_kb": sink_cpu / s["bytes"] * 1e12,
+            "sender_ns_per_kb": sender_cpu / s["bytes"] * 1e12}
 
 
 def seed_average(values):
@@ -166,18 +194,27 @@ def main():
                         "target_cpu_average_ns", "target_cpu_performance_raise", "target_cpu_variant_over_dummy")
 
     # 2. Against the raw baseline.
-    volley_mb, raw_mb = [], []
+    volley_runs, raw_runs = [], []
     for i in range(args.samples):
-        volley_mb.append(run_volley(args.bindir, "variant", "1200", args.seconds, 1, 1, target_cpus, gen_cpus)["mb_per_s"])
-        raw_mb.append(run_raw(args.bindir, "1200", args.seconds, 1, target_cpus, gen_cpus, args.port)["mb_per_s"])
-        print(f"  raw comparison sample {i + 1}: volley {volley_mb[-1]:.0f} MB/s, raw {raw_mb[-1]:.0f} MB/s",
-              file=sys.stderr)
-    ratio = seed_average(volley_mb) / seed_average(raw_mb)
-    results["raw_baseline"] = {"volley_mb_per_s": volley_mb, "raw_mb_per_s": raw_mb, "ratio": ratio}
-    print("\n## Volley against the raw baseline (1200 mix, 1 connection, MB/s)\n")
-    print("| volley gen -> volley target (variant) | raw_sender -> raw_sink | ratio |")
-    print("|---:|---:|---:|")
-    print(f"| {seed_average(volley_mb):.0f} | {seed_average(raw_mb):.0f} | {ratio:.2f} |")
+        volley_runs.append(run_volley(args.bindir, "variant", "1200", args.seconds, 1, 1, target_cpus, gen_cpus))
+        raw_runs.append(run_raw(args.bindir, "1200", args.seconds, 1, target_cpus, gen_cpus, args.port))
+        print(f"  raw comparison sample {i + 1}: volley {volley_runs[-1]['mb_per_s']:.0f} MB/s, "
+              f"raw {raw_runs[-1]['mb_per_s']:.0f} MB/s", file=sys.stderr)
+    avg = lambda runs, key: seed_average([r[key] for r in runs])
+    ratio = avg(volley_runs, "mb_per_s") / avg(raw_runs, "mb_per_s")
+    receiver_ratio = avg(volley_runs, "receiver_ns_per_kb") / avg(raw_runs, "receiver_ns_per_kb")
+    sender_ratio = avg(volley_runs, "sender_ns_per_kb") / avg(raw_runs, "sender_ns_per_kb")
+    results["raw_baseline"] = {"volley": volley_runs, "raw": raw_runs, "ratio": ratio,
+                               "receiver_cpu_ratio": receiver_ratio, "sender_cpu_ratio": sender_ratio}
+    print("\n## Volley against the raw baseline (1200 mix, 1 connection)\n")
+    print("CPU time (user + system) per KB of frames, beside the rate: what a byte costs each side.\n")
+    print("| | Volley (generator -> target, variant) | raw (raw_sender -> raw_sink) | ratio |")
+    print("|---|---:|---:|---:|")
+    print(f"| MB/s | {avg(volley_runs, 'mb_per_s'):.0f} | {avg(raw_runs, 'mb_per_s'):.0f} | {ratio:.2f} |")
+    print(f"| receiver CPU per KB | {avg(volley_runs, 'receiver_ns_per_kb'):.0f} ns | "
+          f"{avg(raw_runs, 'receiver_ns_per_kb'):.0f} ns | {receiver_ratio:.2f} |")
+    print(f"| sender CPU per KB | {avg(volley_runs, 'sender_ns_per_kb'):.0f} ns | "
+          f"{avg(raw_runs, 'sender_ns_per_kb'):.0f} ns | {sender_ratio:.2f} |")
 
     # 3. Connections.
     one, four, raw_four = [], [], []
