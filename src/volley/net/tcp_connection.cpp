@@ -179,7 +179,7 @@ TcpConnection::Read TcpConnection::read_once() {
   const std::span<std::byte> buf = handler_->read_buffer();
   boost::system::error_code ec;
   const std::size_t n = input_->read_some(buf, ec);
-  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+  if (ec && (ec == asio::error::would_block || ec == asio::error::try_again)) {  // ec first: the comparisons are calls
     do_read();
     return Read::nothing;
   }
