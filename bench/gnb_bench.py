@@ -82,13 +82,15 @@ def run_volley(bindir, handler, mix, seconds, connections, target_threads, targe
         target = start(pinned(target_cpus) + [f"{bindir}/volley", "target", "--bind", "127.0.0.1", "--port", "0",
                                               "--port-file", port_file, "--handler", handler, "--threads",
                                               str(target_threads), "--json", "--no-progress", "--io", io])
-        port = wait_for_file(port_file, target, "volley target")
-        gen_cmd = pinned(gen_cpus) + [f"{bindir}/traffic_generator", *MIXES[mix], "-t", str(seconds), "--port", port,
-                                      "-c", str(connections), "--json", "--no-progress"]
-        if gen_threads:
-            gen_cmd += ["--threads", str(gen_threads)]
-        gen_status, gen_out, gen_err, gen_cpu = finish(start(gen_cmd), seconds + 60)
-        target.send_signal(signal.SIGTERM)
+        try:
+            port = wait_for_file(port_file, target, "volley target")
+            gen_cmd = pinned(gen_cpus) + [f"{bindir}/traffic_generator", *MIXES[mix], "-t", str(seconds), "--port",
+                                          port, "-c", str(connections), "--json", "--no-progress"]
+            if gen_threads:
+                gen_cmd += ["--threads", str(gen_threads)]
+            gen_status, gen_out, gen_err, gen_cpu = finish(start(gen_cmd), seconds + 60)
+        finally:  # a failure above must not leave the target running
+            target.send_signal(signal.SIGTERM)
         _, out, _, target_cpu = finish(target, 60)
     if gen_status != 0:
         sys.exit(f"bench: generator failed: {gen_err}")
@@ -103,9 +105,13 @@ def run_volley(bindir, handler, mix, seconds, connections, target_threads, targe
 def run_raw(bindir, mix, seconds, connections, sink_cpus, sender_cpus, port):
     sink = start(pinned(sink_cpus) + [f"{bindir}/raw_sink", str(port), str(connections)])
     time.sleep(0.2)
-    sender_status, sender_out, sender_err, sender_cpu = finish(
-        start(pinned(sender_cpus) + [f"{bindir}/raw_sender", str(port), str(seconds), str(connections),
-                                     *RAW_MIX[mix]]), seconds + 60)
+    try:
+        sender_status, sender_out, sender_err, sender_cpu = finish(
+            start(pinned(sender_cpus) + [f"{bindir}/raw_sender", str(port), str(seconds), str(connections),
+                                         *RAW_MIX[mix]]), seconds + 60)
+    except BaseException:
+        sink.kill()  # a failure here must not leave the sink running
+        raise
     sink_status, _, sink_err, sink_cpu = finish(sink, 60)
     if sender_status != 0 or sink_status != 0:
         sys.exit(f"bench: raw baseline failed: {sender_err} {sink_err}")
