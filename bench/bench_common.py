@@ -1,9 +1,12 @@
 """Shared by the benchmark drivers: CPU pinning, the raw blocking (or
-busy-polling) ping-pong baseline, medians."""
+busy-polling) ping-pong baseline, medians, and programs run with their CPU
+time taken from wait4."""
 import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 
@@ -14,6 +17,32 @@ def pinned(cpu):
 
 def median(xs):
     return sorted(xs)[len(xs) // 2]
+
+
+def finish(proc, timeout):
+    """Waits for a Popen'd program (killed after `timeout` s); returns (returncode, stdout, stderr, CPU seconds).
+    Its output must go to files (stdout/stderr given as temporary files), read here once it ended."""
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        killer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    outputs = []
+    for f in proc.output_files:
+        f.seek(0)
+        outputs.append(f.read().decode(errors="replace"))
+        f.close()
+    return proc.returncode, outputs[0], outputs[1], usage.ru_utime + usage.ru_stime
+
+
+def start(argv):
+    """Starts a program whose output finish() reads."""
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    proc = subprocess.Popen(argv, stdout=out, stderr=err)
+    proc.output_files = (out, err)
+    return proc
 
 
 def raw_pingpong(bindir, server_cpu, client_cpu, seconds, ping=None, pong=None, busy=False, port=32212,

@@ -23,8 +23,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+from bench_common import finish, start
 
 MIXES = {
     "1200": ["-m", "1001:64:25", "-m", "1002:16:25", "-m", "8001:1200:50"],
@@ -47,32 +48,6 @@ def wait_for_file(path, proc, what, timeout=10.0):
         time.sleep(0.02)
     proc.kill()
     sys.exit(f"bench: {what} did not start")
-
-
-def finish(proc, timeout):
-    """Waits for a Popen'd program (killed after `timeout` s); returns (returncode, stdout, stderr, CPU seconds).
-    Its output must go to files (stdout/stderr given as temporary files), read here once it ended."""
-    killer = threading.Timer(timeout, proc.kill)
-    killer.start()
-    try:
-        _, status, usage = os.wait4(proc.pid, 0)
-    finally:
-        killer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    outputs = []
-    for f in proc.output_files:
-        f.seek(0)
-        outputs.append(f.read().decode(errors="replace"))
-        f.close()
-    return proc.returncode, outputs[0], outputs[1], usage.ru_utime + usage.ru_stime
-
-
-def start(argv):
-    """Starts a program whose output finish() reads."""
-    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-    proc = subprocess.Popen(argv, stdout=out, stderr=err)
-    proc.output_files = (out, err)
-    return proc
 
 
 def run_volley(bindir, handler, mix, seconds, connections, target_threads, target_cpus, gen_cpus, gen_threads=None,
