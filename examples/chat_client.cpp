@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
       {.on_connected = [] { std::printf("* joined the room\n"); },
        .on_disconnected = [](const net::CloseReason& r) { std::printf("* left the room: %s\n", net::to_string(r.kind)); },
        .on_connect_failed = {},
-       .on_message = [](std::span<const std::byte> message) {
-         std::printf("%.*s\n", static_cast<int>(message.size()), reinterpret_cast<const char*>(message.data()));
+       .on_message = [](const net::Message& line) {
+         std::printf("%.*s\n", static_cast<int>(line.bytes.size()), reinterpret_cast<const char*>(line.bytes.data()));
          std::fflush(stdout);
        }});
   client.start();

@@ -80,7 +80,7 @@ class Member final : public net::SessionEvents {
  public:
   Member(Room& room, std::size_t worker) : room_(room), worker_(worker) {}
   void on_open(net::Session& s) override { room_.join(worker_, s); }
-  void on_message(net::Session&, std::span<const std::byte> message) override { room_.say(message); }
+  void on_message(net::Session&, const net::Message& line) override { room_.say(line.bytes); }
   void on_close(net::Session& s, const net::CloseReason&) override { room_.leave(worker_, s); }
 
  private:

@@ -32,8 +32,8 @@ class GnbEvents final : public net::SessionEvents {
     handlers_.on_unknown([this](net::Session&, const auto&) { counts_.other.fetch_add(1, std::memory_order_relaxed); });
   }
 
-  // A whole gNB frame, checked by the session's codec.
-  void on_message(net::Session& s, std::span<const std::byte> frame) override { handlers_.dispatch(frame, s); }
+  // A whole gNB frame, checked by the session's codec, which read its type and body too.
+  void on_message(net::Session& s, const net::Message& frame) override { handlers_.dispatch(frame, s); }
   // An oversize or undersize body (skipped, the stream stays in sync), or a
   // header that cannot be trusted (closing).
   void on_protocol_error(net::Session&, const std::error_code& e, std::span<const std::byte>, bool closing) override {

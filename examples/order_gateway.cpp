@@ -77,7 +77,7 @@ class Gateway final : public net::SessionEvents {
     });
   }
 
-  void on_message(net::Session& s, std::span<const std::byte> payload) override {
+  void on_message(net::Session& s, const net::Message& payload) override {
     // Unknown ids and bodies that do not decode are counted by the dispatcher
     // and answered here: a gateway tells its client what it did not take.
     if (handlers_.dispatch(payload, s) != volley::dispatch::Outcome::handled)
@@ -125,7 +125,7 @@ int main() {
        .on_connect_failed = [](const std::string& error, std::chrono::milliseconds) {
          std::printf("client: connect failed (%s), retrying\n", error.c_str());
        },
-       .on_message = [&](std::span<const std::byte> payload) {
+       .on_message = [&](const net::Message& payload) {
          answers.dispatch(payload);
          if (accepted + rejected == expected) {
            client.stop();  // flushes and closes; the loop then runs out of work

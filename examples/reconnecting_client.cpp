@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
        .on_connect_failed = [](const std::string& error, std::chrono::milliseconds delay) {
          std::printf("connect failed (%s), retrying in %lld ms\n", error.c_str(), static_cast<long long>(delay.count()));
        },
-       .on_message = [&](std::span<const std::byte> payload) {
-         const std::string text(reinterpret_cast<const char*>(payload.data()), payload.size());
+       .on_message = [&](const net::Message& echo) {
+         const std::string text(reinterpret_cast<const char*>(echo.bytes.data()), echo.bytes.size());
          in_order = in_order && text == "message " + std::to_string(echoed);
          if (++echoed == count) {
            client.stop();  // flushes and closes; the loop then runs out of work

@@ -317,7 +317,7 @@ TEST_P(SessionOver, ReconnectsAndDeliversTheOutboxExactlyOnceInOrder) {
       {.on_connected = [&] { ++connects; },
        .on_disconnected = [&](const net::CloseReason&) { ++disconnects; },
        .on_connect_failed = [&](const std::string&, std::chrono::milliseconds) { ++failures; },
-       .on_message = [&](std::span<const std::byte> p) { echoes.push_back(text_of(framing(), p)); }});
+       .on_message = [&](const net::Message& m) { echoes.push_back(text_of(framing(), m.bytes)); }});
   client.start();
   ASSERT_TRUE(run_until(loop, [&] { return client.connected(); }, 5s));
   for (int i = 0; i < 10; ++i)
@@ -373,8 +373,8 @@ TEST_P(SessionOver, LargeEchoesLeaveFromTheInputBufferIntactAndInOrder) {
   o.connection_limits.high_water = 64u << 20;  // everything is queued at once
   net::ReconnectingClient client(loop, o,
                                  {.on_connected = {}, .on_disconnected = {}, .on_connect_failed = {},
-                                  .on_message = [&](std::span<const std::byte> p) {
-                                    if (text_of(framing(), p) != text(echoed)) ++wrong;
+                                  .on_message = [&](const net::Message& m) {
+                                    if (text_of(framing(), m.bytes) != text(echoed)) ++wrong;
                                     ++echoed;
                                   }});
   client.start();
@@ -402,7 +402,7 @@ TEST(Session, HighWaterBoundsTheQueueAndTellsTheWriter) {
 
   struct Events : net::SessionEvents {
     int congested = 0, drained = 0;
-    void on_message(net::Session&, std::span<const std::byte>) override {}
+    void on_message(net::Session&, const net::Message&) override {}
     void on_backpressure(net::Session&, bool c) override { ++(c ? congested : drained); }
   } events;
   net::SessionOptions options;
@@ -449,7 +449,7 @@ TEST(Session, HighWaterBoundsTheQueueAndTellsTheWriter) {
 struct RecordingEvents : net::SessionEvents {
   bool pause_when_congested = false;
   std::optional<net::CloseReason> closed;
-  void on_message(net::Session&, std::span<const std::byte>) override {}
+  void on_message(net::Session&, const net::Message&) override {}
   void on_backpressure(net::Session& s, bool congested) override {
     if (congested && pause_when_congested) s.pause_input();
   }
@@ -487,7 +487,7 @@ TEST(Session, WrittenReportsCountTheCallersBytesNotTheHeartbeats) {
   asio::io_context loop;
   struct Counting : net::SessionEvents {
     std::size_t written = 0;
-    void on_message(net::Session&, std::span<const std::byte>) override {}
+    void on_message(net::Session&, const net::Message&) override {}
     void on_written(net::Session&, std::size_t bytes) override { written += bytes; }
   } events;
   net::SessionOptions options;
@@ -536,7 +536,7 @@ TEST(Session, EveryHeartbeatReceivedIsToldToTheEvents) {
   struct Counting : net::SessionEvents {
     std::atomic<std::uint64_t> heartbeats{0}, messages{0};
     std::atomic<std::uint64_t> counted_by_session{0};
-    void on_message(net::Session&, std::span<const std::byte>) override { ++messages; }
+    void on_message(net::Session&, const net::Message&) override { ++messages; }
     void on_heartbeat(net::Session& s) override {
       ++heartbeats;
       counted_by_session = s.stats().heartbeats_in;
@@ -630,7 +630,7 @@ TEST(Session, ConnectionsSpreadEvenlyOverWorkers) {
   net::Server server({.bind = "127.0.0.1", .port = 0, .threads = 3, .handle_signals = false});
   std::atomic<int> per_worker[3] = {0, 0, 0};
   struct Quiet : net::SessionEvents {
-    void on_message(net::Session&, std::span<const std::byte>) override {}
+    void on_message(net::Session&, const net::Message&) override {}
   };
   net::SessionOptions options;
   options.heartbeat_interval = 0ms;
@@ -663,7 +663,7 @@ TEST(Session, GracefulCloseFlushesWhatWasQueued) {
       for (std::size_t i = 0; i < kMessages; ++i) ASSERT_EQ(s.send(payload), net::SendResult::sent);
       s.close();  // 8 MiB queued, far more than the socket takes at once
     }
-    void on_message(net::Session&, std::span<const std::byte>) override {}
+    void on_message(net::Session&, const net::Message&) override {}
   };
   net::SessionOptions options;
   options.heartbeat_interval = 0ms;

@@ -26,9 +26,9 @@ class Echo final : public net::SessionEvents {
  public:
   Echo(std::atomic<std::uint64_t>& messages, std::atomic<int>& open) : messages_(messages), open_(open) {}
   void on_open(net::Session&) override { open_.fetch_add(1); }
-  void on_message(net::Session& s, std::span<const std::byte> payload) override {
+  void on_message(net::Session& s, const net::Message& message) override {
     messages_.fetch_add(1, std::memory_order_relaxed);
-    s.send(payload);
+    s.send(message.bytes);
   }
   void on_close(net::Session&, const net::CloseReason&) override { open_.fetch_sub(1); }
 

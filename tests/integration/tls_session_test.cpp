@@ -144,7 +144,7 @@ TEST_P(SessionLink, AWriterWhosePeerStopsReadingIsBoundedAndTold) {
     int congested = 0, drained = 0;
     bool opened = false;
     void on_open(net::Session&) override { opened = true; }
-    void on_message(net::Session&, std::span<const std::byte>) override {}
+    void on_message(net::Session&, const net::Message&) override {}
     void on_backpressure(net::Session&, bool c) override { ++(c ? congested : drained); }
   } events;
   net::SessionOptions options;

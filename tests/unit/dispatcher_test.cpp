@@ -11,6 +11,8 @@
 #include <volley/serial/binary.hpp>
 #include <volley/gnb/dispatch_protocol.hpp>
 #include <volley/gnb/protocol.hpp>
+#include <volley/gnb/session_codec.hpp>
+#include <volley/rpc/session_codec.hpp>
 
 namespace volley::dispatch {
 namespace {
@@ -117,7 +119,7 @@ TEST(Dispatcher, TheUsersStructsAreDecodedBySerialAndARegistrationCanBeReplaced)
   auto trailing = with_id(2, Cancel{1});
   trailing.push_back(std::byte{0});
   EXPECT_EQ(d.dispatch(trailing), Outcome::undecodable) << "serial refuses trailing bytes";
-  EXPECT_EQ(d.dispatch({}), Outcome::unopened);
+  EXPECT_EQ(d.dispatch(std::span<const std::byte>{}), Outcome::unopened);
   EXPECT_EQ(d.dispatch(with_id(9, Cancel{1})), Outcome::unknown_id);
 
   ASSERT_EQ(orders.size(), 2u);
@@ -145,6 +147,68 @@ TEST(Dispatcher, RpcFramesAreDispatchedByMessageId) {
   auto short_body = frame(10, Order{"Z", 1, 2});
   short_body.pop_back();  // the size field now disagrees
   EXPECT_EQ(d.dispatch(short_body), Outcome::unopened);
+  EXPECT_EQ(got, (std::vector<std::string>{"X"}));
+}
+
+// A session's message comes with the id and body its codec read: the
+// dispatcher takes them as they are and reads no header again.
+TEST(Dispatcher, ASessionsMessageIsDispatchedByTheIdItsCodecRead) {
+  Dispatcher<GnbProtocol, Seen> d;
+  d.on<AckView>(type_of(gnb::MessageType::ack),
+                [](Seen& s, const AckView& v) { s.log.push_back("ack " + std::to_string(v.transaction_id)); })
+      .on<NackView>(type_of(gnb::MessageType::nack),
+                    [](Seen& s, const NackView& v) { s.log.push_back("nack " + std::to_string(v.transaction_id)); });
+  Seen seen;
+
+  // Through the gNB session codec, as a session hands it on.
+  const auto codec = gnb::make_gnb_codec();
+  const auto ack = gnb_frame(type_of(gnb::MessageType::ack), be32(7));
+  const auto in = codec->prepare();
+  std::copy(ack.begin(), ack.end(), in.begin());
+  codec->commit(ack.size());
+  const net::Inbound got = codec->next();
+  ASSERT_EQ(got.kind, net::Inbound::Kind::message);
+  EXPECT_EQ(got.message.id, type_of(gnb::MessageType::ack));
+  EXPECT_EQ(got.message.body.size(), 4u);
+  EXPECT_EQ(d.dispatch(got.message, seen), Outcome::handled);
+
+  // The id is the codec's, not the header's again: the same bytes under
+  // another id reach that id's handler.
+  net::Message relabelled = got.message;
+  relabelled.id = type_of(gnb::MessageType::nack);
+  relabelled.body = std::span(ack).subspan(gnb::kHeaderSize);
+  relabelled.bytes = ack;
+  EXPECT_EQ(d.dispatch(relabelled, seen), Outcome::undecodable) << "a nack body needs 6 bytes";
+
+  // A gNB frame carried as another framing's payload (body = bytes, id 0) is opened from its bytes.
+  const net::Message carried{.bytes = ack, .body = ack};
+  EXPECT_EQ(d.dispatch(carried, seen), Outcome::handled);
+  const net::Message empty{};
+  EXPECT_EQ(d.dispatch(empty, seen), Outcome::unopened);
+  EXPECT_EQ(seen.log, (std::vector<std::string>{"ack 7", "ack 7"}));
+}
+
+TEST(Dispatcher, AnRpcSessionsMessageCarriesItsIdAndSequence) {
+  Dispatcher<rpc::RpcProtocol> d;
+  std::vector<std::string> got;
+  d.on<Order>(10, [&](const Order& o) { got.push_back(o.symbol); });
+  std::vector<std::byte> frame(rpc::kHeaderSize);
+  serial::encode_append(Order{"X", 1, 2}, frame);
+  rpc::write_header(frame.data(), 5, static_cast<std::uint32_t>(frame.size() - rpc::kHeaderSize), 10);
+
+  const auto codec = rpc::make_rpc_codec();
+  const auto in = codec->prepare();
+  std::copy(frame.begin(), frame.end(), in.begin());
+  codec->commit(frame.size());
+  const net::Inbound message = codec->next();
+  ASSERT_EQ(message.kind, net::Inbound::Kind::message);
+  EXPECT_EQ(message.message.id, 10u);
+  EXPECT_EQ(message.message.sequence, 5u);
+  EXPECT_EQ(message.message.bytes.size(), frame.size());
+  EXPECT_EQ(d.dispatch(message.message), Outcome::handled);
+  net::Message relabelled = message.message;
+  relabelled.id = 11;
+  EXPECT_EQ(d.dispatch(relabelled), Outcome::unknown_id);
   EXPECT_EQ(got, (std::vector<std::string>{"X"}));
 }
 

@@ -42,13 +42,15 @@ TEST(CheckedSessionCodec, TellsHeartbeatsMessagesAndBadFramesApart) {
   EXPECT_EQ(in.kind, Inbound::Kind::heartbeat);
   in = codec->next();
   ASSERT_EQ(in.kind, Inbound::Kind::message);
-  EXPECT_EQ(hex(in.payload), "68 69");
+  EXPECT_EQ(hex(in.message.bytes), "68 69");
+  EXPECT_EQ(hex(in.message.body), "68 69");  // no id: the body is the payload
+  EXPECT_EQ(in.message.id, 0u);
   in = codec->next();
   EXPECT_EQ(in.kind, Inbound::Kind::rejected);
   EXPECT_EQ(in.error, wire::make_error_code(wire::Errc::bad_checksum));
   in = codec->next();
   ASSERT_EQ(in.kind, Inbound::Kind::message);
-  EXPECT_TRUE(in.payload.empty());
+  EXPECT_TRUE(in.message.bytes.empty());
   EXPECT_EQ(codec->next().kind, Inbound::Kind::need_more);
 }
 
@@ -68,7 +70,9 @@ TEST(GnbSessionCodec, TakesTheKeepaliveAndPassesWholeFrames) {
   EXPECT_EQ(codec->next().kind, Inbound::Kind::heartbeat);
   const auto in = codec->next();
   ASSERT_EQ(in.kind, Inbound::Kind::message);
-  EXPECT_EQ(hex(in.payload), "10 02 00 00 00 04 de ad be ef");
+  EXPECT_EQ(hex(in.message.bytes), "10 02 00 00 00 04 de ad be ef");
+  EXPECT_EQ(in.message.id, 0x1002u);  // what the decoder read: nobody parses the header again
+  EXPECT_EQ(hex(in.message.body), "de ad be ef");
   // Five zero bytes are not yet a keepalive; the sixth makes one.
   EXPECT_EQ(codec->next().kind, Inbound::Kind::need_more);
   feed(*codec, from_hex("00"));
@@ -133,7 +137,10 @@ TEST(RpcSessionCodec, TakesTheKeepaliveAndPassesWholeFrames) {
   EXPECT_EQ(codec->next().kind, net::Inbound::Kind::heartbeat);
   const auto in = codec->next();
   ASSERT_EQ(in.kind, net::Inbound::Kind::message);
-  EXPECT_EQ(hex(in.payload), "00 00 00 07 00 00 00 02 00 00 00 01 aa bb");
+  EXPECT_EQ(hex(in.message.bytes), "00 00 00 07 00 00 00 02 00 00 00 01 aa bb");
+  EXPECT_EQ(in.message.sequence, 7u);
+  EXPECT_EQ(in.message.id, 1u);
+  EXPECT_EQ(hex(in.message.body), "aa bb");
   EXPECT_EQ(codec->next().kind, net::Inbound::Kind::need_more);
 }
 

@@ -53,7 +53,7 @@ class GenEvents final : public net::SessionEvents {
  public:
   explicit GenEvents(GenConnection& gen) : gen_(gen) {}
   void on_open(net::Session&) override { gen_.on_opened(); }
-  void on_message(net::Session&, std::span<const std::byte> whole) override { gen_.on_reply(gnb::frame_of(whole)); }
+  void on_message(net::Session&, const net::Message& reply) override { gen_.on_reply(gnb::frame_of(reply)); }
   void on_protocol_error(net::Session&, const std::error_code&, std::span<const std::byte>, bool) override {
     gen_.on_bad_input();
   }

@@ -44,7 +44,8 @@ void PingPongClient::pump(net::Session& s) {
   }
 }
 
-void PingPongClient::on_message(net::Session& s, std::span<const std::byte> payload) {
+void PingPongClient::on_message(net::Session& s, const net::Message& echo) {
+  const std::span<const std::byte> payload = echo.bytes;
   if (step_ >= steps_.size() || received_ >= sent_) {
     ++mismatches_;  // an echo nobody asked for
     return;

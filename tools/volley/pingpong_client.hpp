@@ -46,7 +46,7 @@ class PingPongClient final : public net::SessionEvents {
   const std::string& error() const noexcept { return error_; }
 
   void on_open(net::Session& s) override;
-  void on_message(net::Session& s, std::span<const std::byte> payload) override;
+  void on_message(net::Session& s, const net::Message& echo) override;
   void on_backpressure(net::Session& s, bool congested) override;
   void on_close(net::Session& s, const net::CloseReason& reason) override;
 

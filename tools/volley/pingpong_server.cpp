@@ -132,8 +132,9 @@ class EchoEvents final : public net::SessionEvents {
     totals_.add(totals_.live_opened);
   }
 
-  void on_message(net::Session& s, std::span<const std::byte> payload) override {
+  void on_message(net::Session& s, const net::Message& message) override {
     totals_.add(totals_.live_messages);
+    const std::span<const std::byte> payload = message.bytes;
     // A large payload leaves from where it was read: one pass less over it
     // (the copy into the write queue, mostly cache misses at 1 MB), for a
     // pause in reading until it has left.

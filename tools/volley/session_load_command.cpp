@@ -84,9 +84,9 @@ class LoadEvents final : public net::SessionEvents {
     stats_.live_open.add();
   }
   void on_heartbeat(net::Session&) override { heard(); }
-  void on_message(net::Session&, std::span<const std::byte> payload) override {
+  void on_message(net::Session&, const net::Message& echo) override {
     heard();
-    const bool same = std::equal(payload.begin(), payload.end(), message_.begin(), message_.end());
+    const bool same = std::equal(echo.bytes.begin(), echo.bytes.end(), message_.begin(), message_.end());
     ++(same ? stats_.echoes : stats_.bad_echoes);
   }
   void on_close(net::Session& s, const net::CloseReason& reason) override {

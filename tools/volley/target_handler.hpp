@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "legacy_messages.hpp"
+#include <volley/gnb/session_codec.hpp>
 #include <volley/gnb/views.hpp>
 #include <volley/net/session.hpp>
 #include <volley/wire/byte_order.hpp>
@@ -57,18 +58,18 @@ class TargetEvents final : public net::SessionEvents {
     stats_.add(stats_.connections_opened);
   }
 
-  void on_message(net::Session& s, std::span<const std::byte> whole) override {
-    const gnb::Frame frame = gnb::frame_of(whole);
+  void on_message(net::Session& s, const net::Message& message) override {
+    const gnb::Frame frame = gnb::frame_of(message);  // as the codec read it
     auto& per_type = stats_.types[gnb::type_index(frame.type)];
     stats_.add(per_type.frames);
-    stats_.add(per_type.bytes, whole.size());
+    stats_.add(per_type.bytes, message.bytes.size());
     if constexpr (Kind == HandlerKind::variant) {
       gnb::dispatch(frame, TargetLogic(reply_, stats_, s));
     } else if constexpr (Kind == HandlerKind::virtual_dispatch) {
       const auto message = benchmarks::legacy::make_message(frame);
       benchmarks::legacy::dispatch(*message, TargetLogic(reply_, stats_, s));
     } else {
-      if (whole.empty()) spdlog::error("empty frame");  // the dummy's whole check
+      if (message.bytes.empty()) spdlog::error("empty frame");  // the dummy's whole check
     }
     // A reply took the queue over its high-water mark: read no more frames
     // until it drains, rather than refuse the replies they would need.

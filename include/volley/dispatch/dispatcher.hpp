@@ -12,6 +12,10 @@
 // carry its header (unopened), an id with no handler (unknown_id, optionally
 // passed to a fallback), a body the handler's type refuses (undecodable).
 //
+// A message from a session (net::Message) is opened by the protocol from what
+// the session's codec already read when the protocol knows that framing (gNB,
+// RPC: the id and body are taken as they are); otherwise from its bytes.
+//
 // Protocols: LeadingId<Id> here (an id in the first bytes of a payload:
 // checked-frame payloads, datagrams); gnb::GnbProtocol (volley/gnb/dispatch_protocol.hpp,
 // whole gNB frames, id = the type); rpc::RpcProtocol (volley/rpc/protocol.hpp).
@@ -30,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include <volley/net/message.hpp>
 #include <volley/serial/binary.hpp>
 #include <volley/wire/byte_order.hpp>
 
@@ -91,7 +96,25 @@ class Dispatcher {
   }
 
   Outcome dispatch(std::span<const std::byte> message, Context&... context) {
-    const std::optional<Envelope<Id>> envelope = P::open(message);
+    return deliver(P::open(message), context...);
+  }
+
+  Outcome dispatch(const net::Message& message, Context&... context) {
+    if constexpr (requires { P::open(message); })
+      return deliver(P::open(message), context...);
+    else
+      return deliver(P::open(message.bytes), context...);
+  }
+
+  bool handles(Id id) const {
+    const auto it = std::lower_bound(entries_.begin(), entries_.end(), id,
+                                     [](const auto& e, Id key) { return e.first < key; });
+    return it != entries_.end() && it->first == id;
+  }
+  const DispatchStats& stats() const noexcept { return stats_; }
+
+ private:
+  Outcome deliver(const std::optional<Envelope<Id>>& envelope, Context&... context) {
     if (!envelope) {
       ++stats_.unopened;
       return Outcome::unopened;
@@ -111,14 +134,6 @@ class Dispatcher {
     return Outcome::handled;
   }
 
-  bool handles(Id id) const {
-    const auto it = std::lower_bound(entries_.begin(), entries_.end(), id,
-                                     [](const auto& e, Id key) { return e.first < key; });
-    return it != entries_.end() && it->first == id;
-  }
-  const DispatchStats& stats() const noexcept { return stats_; }
-
- private:
   // False when the body does not make a T.
   using Entry = std::function<bool(std::span<const std::byte>, Context&...)>;
 

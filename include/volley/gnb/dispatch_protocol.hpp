@@ -10,6 +10,7 @@
 #include <volley/dispatch/dispatcher.hpp>
 #include <volley/gnb/protocol.hpp>
 #include <volley/gnb/views.hpp>
+#include <volley/net/message.hpp>
 #include <volley/wire/byte_order.hpp>
 
 namespace volley::gnb {
@@ -23,6 +24,16 @@ struct GnbProtocol {
     const std::uint32_t length = wire::load_u32_be(message.data() + 2);
     if (length != message.size() - kHeaderSize) return std::nullopt;
     return dispatch::Envelope<Id>{wire::load_u16_be(message.data()), message.subspan(kHeaderSize)};
+  }
+  // A message from a gNB session: its codec read and checked the header, so
+  // the type and body are taken as they are. The body sits right after the
+  // header only when a gNB codec delimited it; any other message (a gNB frame
+  // carried as a checked-frame payload) is opened from its bytes.
+  static std::optional<dispatch::Envelope<Id>> open(const net::Message& message) noexcept {
+    if (message.bytes.size() < kHeaderSize || message.body.data() != message.bytes.data() + kHeaderSize ||
+        message.body.size() + kHeaderSize != message.bytes.size())
+      return open(message.bytes);
+    return dispatch::Envelope<Id>{static_cast<Id>(message.id), message.body};
   }
 };
 

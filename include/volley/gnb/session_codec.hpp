@@ -7,10 +7,16 @@
 // their bytes; a header that cannot be trusted hands over its six bytes.
 #include <memory>
 
+#include <volley/gnb/protocol.hpp>
 #include <volley/net/session_codec.hpp>
 
 namespace volley::gnb {
 
 std::unique_ptr<net::SessionCodec> make_gnb_codec();
+
+// The frame of a gNB session's message, as the codec read it: nothing is parsed again.
+inline Frame frame_of(const net::Message& message) noexcept {
+  return {static_cast<MessageType>(message.id), message.body};
+}
 
 }  // namespace volley::gnb

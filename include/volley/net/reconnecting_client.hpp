@@ -63,7 +63,7 @@ class ReconnectingClient final : private SessionEvents {
     std::function<void(const CloseReason&)> on_disconnected;
     // A connection attempt failed; the next one comes after `delay`.
     std::function<void(const std::string& error, std::chrono::milliseconds delay)> on_connect_failed;
-    std::function<void(std::span<const std::byte>)> on_message;
+    std::function<void(const Message&)> on_message;
   };
 
   ReconnectingClient(boost::asio::io_context& loop, ReconnectingClientOptions options, Callbacks callbacks);
@@ -100,7 +100,7 @@ class ReconnectingClient final : private SessionEvents {
 
   // SessionEvents
   void on_open(Session& session) override;
-  void on_message(Session& session, std::span<const std::byte> payload) override;
+  void on_message(Session& session, const Message& message) override;
   void on_backpressure(Session& session, bool congested) override;
   void on_close(Session& session, const CloseReason& reason) override;
 

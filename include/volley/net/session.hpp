@@ -74,12 +74,13 @@ class SessionEvents {
  public:
   virtual ~SessionEvents() = default;
   virtual void on_open(Session& /*session*/) {}
-  // The payload is valid only during the call.
-  virtual void on_message(Session& session, std::span<const std::byte> payload) = 0;
+  // A message, with the id and body its codec read (net::Message); its bytes
+  // are valid only during the call.
+  virtual void on_message(Session& session, const Message& message) = 0;
   // The peer's heartbeat arrived (counted, never a message): for monitors of liveness.
   virtual void on_heartbeat(Session& /*session*/) {}
   // A bad frame was counted; `closing` says whether the policy closes the
-  // session. `frame`: its bytes where the framing can delimit them (Inbound::payload).
+  // session. `frame`: its bytes where the framing can delimit them (Inbound::message).
   virtual void on_protocol_error(Session& /*session*/, const std::error_code& /*error*/,
                                  std::span<const std::byte> /*frame*/, bool /*closing*/) {}
   // `bytes` more of the queued output reached the kernel (for senders that

@@ -7,6 +7,8 @@
 #include <span>
 #include <system_error>
 
+#include <volley/net/message.hpp>
+
 namespace volley::net {
 
 struct Inbound {
@@ -18,10 +20,11 @@ struct Inbound {
     failed,     // the stream cannot be trusted any more; the session closes
   };
   Kind kind = Kind::need_more;
-  // message: the payload. rejected and failed: the bad frame's bytes where the
-  // framing can delimit them (gNB: the whole rejected frame, or the header that
-  // failed), else empty. Valid until the next prepare().
-  std::span<const std::byte> payload{};
+  // message: the message, its id and body as the codec read them. rejected and
+  // failed: message.bytes are the bad frame's bytes where the framing can
+  // delimit them (gNB: the whole rejected frame, or the header that failed),
+  // else empty. Valid until the next prepare().
+  Message message{};
   std::error_code error{};  // rejected and failed
 };
 

@@ -7,6 +7,7 @@
 #include <span>
 
 #include <volley/dispatch/dispatcher.hpp>
+#include <volley/net/message.hpp>
 #include <volley/rpc/frame.hpp>
 #include <volley/wire/byte_order.hpp>
 
@@ -18,6 +19,15 @@ struct RpcProtocol {
     if (message.size() < kHeaderSize) return std::nullopt;
     if (wire::load_u32_be(message.data() + 4) != message.size() - kHeaderSize) return std::nullopt;
     return dispatch::Envelope<Id>{wire::load_u32_be(message.data() + 8), message.subspan(kHeaderSize)};
+  }
+  // A message from an RPC session: its codec read the header, so the id and
+  // body are taken as they are (a message any other codec delimited, whose
+  // body is not right after a 12-byte header, is opened from its bytes).
+  static std::optional<dispatch::Envelope<Id>> open(const net::Message& message) noexcept {
+    if (message.bytes.size() < kHeaderSize || message.body.data() != message.bytes.data() + kHeaderSize ||
+        message.body.size() + kHeaderSize != message.bytes.size())
+      return open(message.bytes);
+    return dispatch::Envelope<Id>{message.id, message.body};
   }
 };
 

@@ -25,14 +25,18 @@ class GnbCodec final : public net::SessionCodec {
     switch (r.status) {
       case DecodeStatus::need_more: return {};
       case DecodeStatus::failed:
-        return {net::Inbound::Kind::failed, before.first(std::min(before.size(), kHeaderSize)), r.error};
-      case DecodeStatus::rejected: return {net::Inbound::Kind::rejected, before.first(r.frame.wire_size()), r.error};
+        return {net::Inbound::Kind::failed, {.bytes = before.first(std::min(before.size(), kHeaderSize))}, r.error};
+      case DecodeStatus::rejected:
+        return {net::Inbound::Kind::rejected, {.bytes = before.first(r.frame.wire_size())}, r.error};
       case DecodeStatus::frame: break;
     }
-    // The message is the whole frame, header included, as the sender gave it.
-    // (no_error_ is copied: a default-constructed error_code calls into the
-    // library for its category, once per frame.)
-    return {net::Inbound::Kind::message, before.first(r.frame.wire_size()), no_error_};
+    // The message is the whole frame, header included, as the sender gave it,
+    // with the type and body the decoder read. (no_error_ is copied: a
+    // default-constructed error_code calls into the library for its category,
+    // once per frame.)
+    return {net::Inbound::Kind::message,
+            {.bytes = before.first(r.frame.wire_size()), .id = static_cast<std::uint16_t>(r.frame.type), .body = r.frame.body},
+            no_error_};
   }
 
   std::size_t frame_header(std::span<const std::byte> payload, std::span<std::byte, kMaxHeader> /*header*/,

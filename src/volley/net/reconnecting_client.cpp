@@ -153,8 +153,8 @@ void ReconnectingClient::on_open(Session& /*session*/) {
   drain_outbox();
 }
 
-void ReconnectingClient::on_message(Session& /*session*/, std::span<const std::byte> payload) {
-  if (callbacks_.on_message) callbacks_.on_message(payload);
+void ReconnectingClient::on_message(Session& /*session*/, const Message& message) {
+  if (callbacks_.on_message) callbacks_.on_message(message);
 }
 
 void ReconnectingClient::on_backpressure(Session& /*session*/, bool congested) {

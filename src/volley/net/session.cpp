@@ -153,7 +153,7 @@ void Session::decode_buffered() {
       case Inbound::Kind::message:
         ++stats_.messages_in;
         policy_.message_received();
-        events_->on_message(*this, in.payload);
+        events_->on_message(*this, in.message);
         break;
       case Inbound::Kind::heartbeat:
         ++stats_.heartbeats_in;
@@ -164,7 +164,7 @@ void Session::decode_buffered() {
         ++stats_.protocol_errors;
         const bool closing =
             in.kind == Inbound::Kind::failed || options_.on_protocol_error == SessionOptions::OnProtocolError::close;
-        events_->on_protocol_error(*this, in.error, in.payload, closing);
+        events_->on_protocol_error(*this, in.error, in.message.bytes, closing);
         if (closing) {
           // Replies to the frames before the bad one still go out; nothing after it is read.
           input_paused_ = true;

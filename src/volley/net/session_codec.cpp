@@ -31,7 +31,7 @@ class CheckedCodec final : public SessionCodec {
       case DecodeStatus::frame: break;
     }
     if (r.frame.type == wire::checked::FrameType::heartbeat) return {Inbound::Kind::heartbeat, {}, {}};
-    return {Inbound::Kind::message, r.frame.payload, {}};
+    return {Inbound::Kind::message, {.bytes = r.frame.payload, .body = r.frame.payload}, {}};
   }
 
   std::size_t frame_header(std::span<const std::byte> payload, std::span<std::byte, kMaxHeader> header,

@@ -32,15 +32,13 @@ class ClientCategory final : public boost::system::error_category {
   }
 };
 
-// Replies arrive as whole frames (header first, size checked) from the session's RPC codec.
-Frame whole_frame(std::span<const std::byte> frame) {
-  return {wire::load_u32_be(frame.data()), wire::load_u32_be(frame.data() + 8), frame.subspan(kHeaderSize)};
-}
+// Replies arrive from the session's RPC codec with the header read.
+Frame frame_of(const net::Message& reply) { return {reply.sequence, reply.id, reply.body}; }
 
 class ClientEvents final : public net::SessionEvents {
  public:
   explicit ClientEvents(RpcClient& client) : client_(client) {}
-  void on_message(net::Session&, std::span<const std::byte> frame) override { client_.on_frame(whole_frame(frame)); }
+  void on_message(net::Session&, const net::Message& reply) override { client_.on_frame(frame_of(reply)); }
   void on_close(net::Session&, const net::CloseReason& reason) override {
     client_.on_closed(std::string(net::to_string(reason.kind)) + (reason.detail.empty() ? "" : ": " + reason.detail));
   }
@@ -102,7 +100,7 @@ void RpcClient::start(net::ReconnectingClientOptions options, InFlightPolicy pol
   options.make_codec = [] { return make_rpc_codec(); };
   validator_ = make_rpc_codec();
   net::ReconnectingClient::Callbacks callbacks;
-  callbacks.on_message = [this](std::span<const std::byte> frame) { on_frame(whole_frame(frame)); };
+  callbacks.on_message = [this](const net::Message& reply) { on_frame(frame_of(reply)); };
   callbacks.on_connected = [this] { send_waiting(); };
   callbacks.on_disconnected = [this](const net::CloseReason& reason) { on_disconnected(reason); };
   callbacks.on_connect_failed = [this](const std::string& error, std::chrono::milliseconds) { last_remote_error_ = error; };

@@ -79,10 +79,10 @@ class ServerSessionEvents final : public net::SessionEvents {
     count([this] { ++stats_.sessions; });
   }
 
-  void on_message(net::Session& s, std::span<const std::byte> frame) override {
-    const std::uint32_t sequence = wire::load_u32_be(frame.data());
-    const std::uint32_t message_id = wire::load_u32_be(frame.data() + 8);
-    const bool answered = server_.answer(sequence, message_id, frame.subspan(kHeaderSize), reply_);
+  // The session's RPC codec read the header: sequence, message id and body come with the message.
+  void on_message(net::Session& s, const net::Message& request) override {
+    const std::uint32_t sequence = request.sequence;
+    const bool answered = server_.answer(sequence, request.id, request.body, reply_);
     bool too_large = false;
     if (s.send(reply_) == net::SendResult::invalid) {
       // Too large to frame: the caller hears why instead of waiting for its timeout.

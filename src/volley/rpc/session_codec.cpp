@@ -28,7 +28,12 @@ class RpcCodec final : public net::SessionCodec {
     }
     if (f.message_id == kKeepaliveMessageId && f.body.empty()) return {net::Inbound::Kind::heartbeat, {}, {}};
     // The header sits right before the body in the decoder's buffer: hand out the whole frame.
-    return {net::Inbound::Kind::message, {f.body.data() - kHeaderSize, kHeaderSize + f.body.size()}, {}};
+    return {net::Inbound::Kind::message,
+            {.bytes = {f.body.data() - kHeaderSize, kHeaderSize + f.body.size()},
+             .id = f.message_id,
+             .sequence = f.sequence,
+             .body = f.body},
+            {}};
   }
 
   std::size_t frame_header(std::span<const std::byte> payload, std::span<std::byte, kMaxHeader> /*header*/,
