@@ -39,11 +39,11 @@ int main() {
   }
   // close() flushes: done runs once everything, end of stream included, is acknowledged.
   std::string outcome = "still running";
-  sender.close([&](const std::string& error) {
-    outcome = error.empty() ? "all acknowledged" : error;
+  sender.close([&](const std::error_code& error) {
+    outcome = error ? error.message() : "all acknowledged";
     sender.stop();
   });
-  receiver.on_peer_finished([&](const std::string&) { receiver.stop(); });
+  receiver.on_peer_finished([&](const std::error_code&) { receiver.stop(); });
   loop.run_for(std::chrono::seconds(10));
 
   std::printf("%s; delivered %d of %d %s; %llu packets, %llu retransmissions\n", outcome.c_str(), delivered, kMessages,

@@ -115,8 +115,8 @@ void execute_arq(Run& run, const ArqOptions& o) {
   const auto finish = [&] {
     if (closing) return;
     closing = true;
-    sender->close([&](const std::string& e) {
-      if (r.error.empty()) r.error = e;
+    sender->close([&](const std::error_code& e) {
+      if (r.error.empty() && e) r.error = e.message();
       deadline.cancel();
       sender->stop();
     });
@@ -146,7 +146,7 @@ void execute_arq(Run& run, const ArqOptions& o) {
       return;
     }
     const auto m = stamped_message(next, arq::ArqChannel::now().count(), size);
-    if (!sender->send(m)) r.error = "sender refused a message: " + sender->sender().error();
+    if (!sender->send(m)) r.error = "sender refused a message: " + sender->sender().error().message();
     r.payload_bytes += m.size() * (echo ? 2 : 1);
     ++next;
     pacer.expires_at(start + interval * static_cast<std::int64_t>(next));

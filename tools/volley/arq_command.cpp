@@ -167,8 +167,8 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
     linger.expires_after(kLingerStep);
     linger.async_wait(linger_step);
   };
-  transport->on_peer_finished([&](const std::string& e) {
-    if (!e.empty() && error.empty()) error = e;
+  transport->on_peer_finished([&](const std::error_code& e) {
+    if (e && error.empty()) error = e.message();
     // The sender ends its stream only after every echo came back, so nothing
     // of ours is in flight. Keep answering while the peer still sends: our
     // acknowledgement of its end may be lost, and it repeats its end at its
@@ -237,8 +237,8 @@ int run_send(const ArqOptions& o) {
   const auto finish = [&] {
     if (closing) return;
     closing = true;
-    transport->close([&](const std::string& e) {
-      if (!e.empty() && error.empty()) error = e;
+    transport->close([&](const std::error_code& e) {
+      if (e && error.empty()) error = e.message();
       closed = true;
       drain.cancel();
       transport->stop();
@@ -285,9 +285,9 @@ int run_send(const ArqOptions& o) {
     return 1;
   }
   // Pacing starts once the transport is up: SCTP's association setup is not a message's delay.
-  transport->on_ready([&](const std::string& e) {
-    if (!e.empty()) {
-      error = e;
+  transport->on_ready([&](const std::error_code& e) {
+    if (e) {
+      error = e.message();
       transport->stop();
       return;
     }

@@ -68,7 +68,7 @@ ArqRunResult simulate_arq(const ArqScenario& scenario, const ArqVariant& variant
   const auto at_b = [&](std::span<const std::byte> m) {
     if (!scenario.echo) return record(m);
     r.payload_bytes += m.size();
-    if (!b.send(m)) r.error = "the echoing end refused a message: " + b.sender().error();
+    if (!b.send(m)) r.error = "the echoing end refused a message: " + b.sender().error().message();
   };
   const auto at_a = [&](std::span<const std::byte> m) {
     if (scenario.echo) record(m);
@@ -81,7 +81,7 @@ ArqRunResult simulate_arq(const ArqScenario& scenario, const ArqVariant& variant
     while (sent < scenario.count && interval * static_cast<std::int64_t>(sent) <= now) {
       const auto m = stamped_message(sent, (interval * static_cast<std::int64_t>(sent)).count(), size);
       if (!a.send(m)) {
-        r.error = "the sender refused a message: " + a.sender().error();
+        r.error = "the sender refused a message: " + a.sender().error().message();
         break;
       }
       r.payload_bytes += m.size();
@@ -95,8 +95,8 @@ ArqRunResult simulate_arq(const ArqScenario& scenario, const ArqVariant& variant
     a.poll(now, to_b);
     b.poll(now, to_a);
     if (r.records.size() == scenario.count) break;
-    if (a.sender().failed()) r.error = a.sender().error();
-    if (b.sender().failed()) r.error = b.sender().error();
+    if (a.sender().failed()) r.error = a.sender().error().message();
+    if (b.sender().failed()) r.error = b.sender().error().message();
 
     std::optional<Nanos> next;
     const auto consider = [&](std::optional<Nanos> t) {

@@ -10,6 +10,7 @@
 #include <volley/arq/sctp_channel.hpp>
 #include <volley/arq/udp_channel.hpp>
 #include <volley/wire/byte_order.hpp>
+#include <volley/wire/error.hpp>
 
 #include "volley/net/close_without_cancel.hpp"
 
@@ -35,7 +36,7 @@ class ArqTransport final : public MessageTransport {
   void on_peer_finished(Done done) override { channel_->on_peer_finished(std::move(done)); }
   void stop() override { channel_->stop(); }
   std::string error() const override {
-    return channel_->sender().failed() ? channel_->sender().error() : std::string("send buffer full");
+    return channel_->sender().failed() ? channel_->sender().error().message() : std::string("send buffer full");
   }
   std::string protocol() const override { return "udp"; }
   udp::endpoint local_endpoint() const override { return channel_->local_endpoint(); }
@@ -100,7 +101,7 @@ class SctpTransport final : public MessageTransport {
   void on_peer_finished(Done done) override { channel_.on_peer_finished(std::move(done)); }
   void stop() override { channel_.stop(); }
   void on_ready(Done ready) override { channel_.on_connected(std::move(ready)); }
-  std::string error() const override { return channel_.error().empty() ? "send queue full" : channel_.error(); }
+  std::string error() const override { return channel_.error() ? channel_.error().message() : "send queue full"; }
   std::string protocol() const override { return "udp"; }
   udp::endpoint local_endpoint() const override { return channel_.local_endpoint(); }
   std::uint64_t datagrams_heard() const override { return channel_.stats().datagrams_received; }
@@ -143,7 +144,7 @@ class TcpTransport final : public MessageTransport {
   }
 
   bool send(std::span<const std::byte> m) override {
-    if (!error_.empty() || closing_) return false;
+    if (error_ || closing_) return false;
     std::vector<std::byte> framed(4 + m.size());
     wire::store_u32_be(framed.data(), static_cast<std::uint32_t>(m.size()));
     std::copy(m.begin(), m.end(), framed.begin() + 4);
@@ -154,12 +155,12 @@ class TcpTransport final : public MessageTransport {
   void close(Done done) override {
     close_done_ = std::move(done);
     closing_ = true;
-    if (!error_.empty()) return finish();
+    if (error_) return finish();
     write();
   }
   void on_peer_finished(Done done) override {
     peer_done_ = std::move(done);
-    if (peer_finished_ || !error_.empty()) std::exchange(peer_done_, nullptr)(error_);
+    if (peer_finished_ || error_) std::exchange(peer_done_, nullptr)(error_);
   }
   void stop() override {
     // What completes after this (an accept, read or write woken by the close) is ignored.
@@ -167,7 +168,7 @@ class TcpTransport final : public MessageTransport {
     if (acceptor_) net::detail::close_without_cancel(*acceptor_);
     net::detail::close_without_cancel(socket_);
   }
-  std::string error() const override { return error_.empty() ? "closed" : error_; }
+  std::string error() const override { return error_ ? error_.message() : "closed"; }
   std::uint64_t datagrams_heard() const override { return 0; }
   std::string protocol() const override { return "tcp"; }
   udp::endpoint local_endpoint() const override {
@@ -179,8 +180,8 @@ class TcpTransport final : public MessageTransport {
   }
 
  private:
-  void fail(const std::string& why) {
-    if (error_.empty()) error_ = why;
+  void fail(const std::error_code& why) {
+    if (!error_) error_ = why;
     if (peer_done_) std::exchange(peer_done_, nullptr)(error_);
     finish();
   }
@@ -202,7 +203,7 @@ class TcpTransport final : public MessageTransport {
     asio::async_write(socket_, asio::buffer(queue_.front()), [this](const boost::system::error_code& ec, std::size_t n) {
       writing_ = false;
       if (stopped_) return;
-      if (ec) return fail(ec.message());
+      if (ec) return fail(ec);
       bytes_sent_ += n;
       queue_.pop_front();
       write();
@@ -222,18 +223,18 @@ class TcpTransport final : public MessageTransport {
         if (shut_down_) finish();  // both ends said they are done
         return;
       }
-      if (ec) return fail(ec.message());
+      if (ec) return fail(ec);
       // The length is the peer's word: never allocate more than a message can be.
       const std::uint32_t n = wire::load_u32_be(length_.data());
       if (n > kMaxMessageSize) {
-        fail(fmt::format("message length {} over the maximum {} (connection closed)", n, kMaxMessageSize));
+        fail(wire::make_error_code(wire::Errc::length_over_maximum));  // the connection closes
         net::detail::close_without_cancel(socket_);  // a write may be in flight: it fails, and error_ is set
         return;
       }
       frame_.resize(n);
       asio::async_read(socket_, asio::buffer(frame_), [this](const boost::system::error_code& ec2, std::size_t m) {
         if (stopped_) return;
-        if (ec2) return fail(ec2 == asio::error::eof ? "connection closed in the middle of a message" : ec2.message());
+        if (ec2) return fail(ec2);  // end of file: the peer closed in the middle of a message
         bytes_received_ += 4 + m;
         on_message_(frame_);
         read();
@@ -249,7 +250,7 @@ class TcpTransport final : public MessageTransport {
   std::array<std::byte, 4> length_{};
   std::vector<std::byte> frame_;
   std::uint64_t bytes_sent_ = 0, bytes_received_ = 0;
-  std::string error_;
+  std::error_code error_;
   bool writing_ = false, closing_ = false, shut_down_ = false, peer_finished_ = false, stopped_ = false;
 };
 

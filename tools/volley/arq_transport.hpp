@@ -18,7 +18,7 @@ namespace volley::tools {
 class MessageTransport {
  public:
   using MessageHandler = std::function<void(std::span<const std::byte> message)>;
-  using Done = std::function<void(const std::string& error)>;  // empty: success
+  using Done = std::function<void(const std::error_code& error)>;  // no error: success
 
   virtual ~MessageTransport() = default;
   // False when refused; error() says why.
@@ -31,6 +31,7 @@ class MessageTransport {
   // Runs `ready` once the transport can carry messages (an SCTP association
   // is set up first, as a TCP connection is before connect_transport returns).
   virtual void on_ready(Done ready) { ready({}); }
+  // Why send() refused, for a report.
   virtual std::string error() const = 0;
   virtual std::string protocol() const = 0;  // for the listening line: udp or tcp
   virtual boost::asio::ip::udp::endpoint local_endpoint() const = 0;

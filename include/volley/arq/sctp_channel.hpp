@@ -13,7 +13,7 @@
 #include <memory>
 #include <optional>
 #include <span>
-#include <string>
+#include <system_error>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
@@ -37,7 +37,8 @@ struct SctpStats {
 class SctpChannel {
  public:
   using MessageHandler = std::function<void(std::span<const std::byte> message)>;
-  using Done = std::function<void(const std::string& error)>;  // empty: success
+  // No error: success; else why (arq::Errc, or an errno in std::system_category).
+  using Done = std::function<void(const std::error_code& error)>;
 
   // `peer` set: connects to it; unset: listens, and the source of the first
   // datagram becomes the peer. `socket` must have been made on `executor` (a
@@ -70,7 +71,7 @@ class SctpChannel {
   // Datagrams the kernel dropped on the socket, its receive buffer full (read
   // from /proc while open, kept from stop(): for reports, not per packet).
   std::uint64_t kernel_drops() const;
-  const std::string& error() const noexcept;
+  const std::error_code& error() const noexcept;
   boost::asio::ip::udp::endpoint local_endpoint() const;
 
  private:

@@ -18,9 +18,10 @@
 #include <functional>
 #include <optional>
 #include <span>
-#include <string>
+#include <system_error>
 #include <vector>
 
+#include <volley/arq/error.hpp>
 #include <volley/arq/packet.hpp>
 #include <volley/arq/rto.hpp>
 
@@ -79,8 +80,9 @@ class ArqSender {
 
   // Everything sent, the end-of-stream marker included, was acknowledged.
   bool finished() const noexcept { return closed_ && fin_sent_ && in_flight_.empty() && queue_.empty(); }
-  bool failed() const noexcept { return !error_.empty(); }
-  const std::string& error() const noexcept { return error_; }
+  bool failed() const noexcept { return static_cast<bool>(error_); }
+  // Errc::peer_unreachable once the peer is given up; no error before.
+  const std::error_code& error() const noexcept { return error_; }
   std::size_t in_flight() const noexcept { return in_flight_.size(); }
   std::size_t queued() const noexcept { return queue_.size(); }
   const SenderStats& stats() const noexcept { return stats_; }
@@ -114,7 +116,7 @@ class ArqSender {
   bool closed_ = false;
   bool fin_sent_ = false;
   std::vector<std::uint32_t> fast_pending_;  // sequences to resend at the next poll
-  std::string error_;
+  std::error_code error_;
   SenderStats stats_;
 };
 

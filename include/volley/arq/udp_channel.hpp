@@ -10,7 +10,7 @@
 #include <functional>
 #include <optional>
 #include <span>
-#include <string>
+#include <system_error>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -34,7 +34,8 @@ struct ChannelStats {
 class ArqChannel {
  public:
   using MessageHandler = std::function<void(std::span<const std::byte> message)>;
-  using Done = std::function<void(const std::string& error)>;  // empty: success
+  // No error: success; else why (arq::Errc, or an errno in std::system_category).
+  using Done = std::function<void(const std::error_code& error)>;
 
   // `peer` unset: a listener; the source of the first valid data packet of the
   // receiver's conversation (not an end of stream at sequence 0: a

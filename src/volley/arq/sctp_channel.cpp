@@ -14,6 +14,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <usrsctp.h>
 
+#include <volley/arq/error.hpp>
 #include <volley/net/udp_drops.hpp>
 
 #include "volley/net/close_without_cancel.hpp"
@@ -83,7 +84,7 @@ struct SctpChannel::State {
   std::chrono::steady_clock::time_point last_tick = std::chrono::steady_clock::now();
   SctpStats stats;
   std::uint64_t kernel_drops = 0;
-  std::string error;
+  std::error_code error;
 
   static int output(void* address, void* packet, std::size_t length, std::uint8_t, std::uint8_t) {
     auto* self = static_cast<State*>(address);
@@ -138,8 +139,8 @@ struct SctpChannel::State {
     return status.sstat_unackdata == 0 && status.sstat_penddata == 0;
   }
 
-  void fail(const std::string& why) {
-    if (error.empty()) error = why;
+  void fail(const std::error_code& why) {
+    if (!error) error = why;
     if (connected) std::exchange(connected, nullptr)(error);
     finish_close();
     if (peer_done) std::exchange(peer_done, nullptr)(error);
@@ -165,7 +166,7 @@ struct SctpChannel::State {
 
   // Called each tick: the bounds on waiting for the handshake's last packet.
   void check_shutdown_bounds() {
-    if (association_done || !error.empty()) return;
+    if (association_done || error) return;
     // Nothing can be added once shutting down, so this stays true once it is.
     if ((shut_down || peer_finished) && !acknowledged_in_shutdown) acknowledged_in_shutdown = all_acknowledged();
     const auto now = std::chrono::steady_clock::now();
@@ -192,10 +193,10 @@ struct SctpChannel::State {
           end_association();
           break;
         }
-        fail("the SCTP association was lost (the peer did not acknowledge within the retransmission limit)");
+        fail(make_error_code(Errc::association_lost));
         break;
       case SCTP_CANT_STR_ASSOC:
-        fail("the SCTP association could not be set up");
+        fail(make_error_code(Errc::association_failed));
         break;
       case SCTP_SHUTDOWN_COMP:
         end_association();
@@ -211,7 +212,7 @@ struct SctpChannel::State {
       const auto& m = queued.front();
       if (usrsctp_sendv(association, m.data(), m.size(), nullptr, 0, nullptr, 0, SCTP_SENDV_NOINFO, 0) < 0) {
         if (errno == EWOULDBLOCK || errno == EAGAIN) return;  // the send buffer is full: later
-        fail(std::string("SCTP send: ") + std::strerror(errno));
+        fail(std::error_code(errno, std::system_category()));
         return;
       }
       stats.messages_sent += 1;
@@ -371,15 +372,15 @@ void SctpChannel::start() {
 }
 
 void SctpChannel::on_connected(Done ready) {
-  if (state_->up || !state_->error.empty()) return ready(state_->error);
+  if (state_->up || state_->error) return ready(state_->error);
   state_->connected = std::move(ready);
 }
 
 bool SctpChannel::send(std::span<const std::byte> message) {
-  if (!state_->error.empty() || state_->closing || state_->queued.size() >= kMaxQueued) return false;
+  if (state_->error || state_->closing || state_->queued.size() >= kMaxQueued) return false;
   state_->queued.emplace_back(message.begin(), message.end());
   state_->flush();
-  return state_->error.empty();
+  return !state_->error;
 }
 
 void SctpChannel::close(Done done) {
@@ -387,9 +388,8 @@ void SctpChannel::close(Done done) {
   s.close_done = std::move(done);
   s.closing = true;
   // An SCTP shutdown closes both directions: once the peer shut down, nothing more can be sent.
-  if (s.peer_finished && !s.queued.empty() && s.error.empty())
-    s.error = std::to_string(s.queued.size()) + " messages unsent: the peer shut the association down first";
-  if (!s.error.empty() || s.association_done) return s.finish_close();
+  if (s.peer_finished && !s.queued.empty() && !s.error) s.error = make_error_code(Errc::unsent_at_peer_shutdown);
+  if (s.error || s.association_done) return s.finish_close();
   s.flush();
 }
 
@@ -423,7 +423,7 @@ const SctpStats& SctpChannel::stats() const noexcept {
   return state_->stats;
 }
 
-const std::string& SctpChannel::error() const noexcept { return state_->error; }
+const std::error_code& SctpChannel::error() const noexcept { return state_->error; }
 
 udp::endpoint SctpChannel::local_endpoint() const { return state_->socket.local_endpoint(); }
 

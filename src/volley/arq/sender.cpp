@@ -126,8 +126,7 @@ void ArqSender::on_timeout(Nanos now, const Transmit& transmit) {
     backed_off_at_ = now;
     rto_.backoff();
     if (++silent_timeouts_ > config_.dead_after) {
-      error_ = "peer unreachable: " + std::to_string(config_.dead_after) +
-               " retransmission timeouts in a row without an ack";
+      error_ = make_error_code(Errc::peer_unreachable);
       return;
     }
   }
