@@ -392,6 +392,32 @@ TEST_P(SessionOver, LargeEchoesLeaveFromTheInputBufferIntactAndInOrder) {
   EXPECT_EQ(json_u64(report, "messages_in"), static_cast<std::uint64_t>(messages));
 }
 
+// A reconnecting client hears its connection fill and drain through the
+// one callback struct, as it hears everything else.
+TEST(Session, AReconnectingClientIsToldWhenItsConnectionFillsAndDrains) {
+  SilentPeer server(64 * 1024);
+  asio::io_context loop;
+  auto o = client_options(server.port());
+  o.connection_limits.high_water = 256 * 1024;
+  std::vector<bool> events;
+  net::ReconnectingClient client(loop, o, {.on_backpressure = [&](bool congested) { events.push_back(congested); }});
+  client.start();
+  ASSERT_TRUE(run_until(loop, [&] { return client.connected(); }, 5s));
+  ASSERT_GE(server.accept(), 0);
+  const std::vector<std::byte> chunk(4096, std::byte{'x'});
+  for (int i = 0; i < 4096 && events.empty(); ++i) {
+    ASSERT_NE(client.send(chunk), net::SendResult::outbox_full) << i;
+    loop.poll();
+  }
+  ASSERT_EQ(events, std::vector<bool>{true}) << "the peer reads nothing: the output must fill";
+  ASSERT_TRUE(run_until(loop, [&] {
+    server.drain();
+    return events.size() == 2;
+  }, 10s));
+  EXPECT_EQ(events, (std::vector<bool>{true, false}));
+  client.stop();
+}
+
 TEST(Session, HighWaterBoundsTheQueueAndTellsTheWriter) {
   SilentPeer reader(64 * 1024);
   asio::io_context loop;

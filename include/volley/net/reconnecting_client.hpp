@@ -58,12 +58,16 @@ struct ReconnectingClientStats {
 
 class ReconnectingClient final : private SessionEvents {
  public:
+  // Each may be left out (designated initializers: set only those you need).
   struct Callbacks {
-    std::function<void()> on_connected;
-    std::function<void(const CloseReason&)> on_disconnected;
+    std::function<void()> on_connected{};
+    std::function<void(const CloseReason&)> on_disconnected{};
     // A connection attempt failed; the next one comes after `delay`.
-    std::function<void(const std::string& error, std::chrono::milliseconds delay)> on_connect_failed;
-    std::function<void(const Message&)> on_message;
+    std::function<void(const std::string& error, std::chrono::milliseconds delay)> on_connect_failed{};
+    std::function<void(const Message&)> on_message{};
+    // The connection went over its high-water mark (true), or drained (false,
+    // after the outbox had its turn): for a user that keeps messages of its own waiting.
+    std::function<void(bool congested)> on_backpressure{};
   };
 
   ReconnectingClient(boost::asio::io_context& loop, ReconnectingClientOptions options, Callbacks callbacks);
@@ -72,10 +76,6 @@ class ReconnectingClient final : private SessionEvents {
   ReconnectingClient& operator=(const ReconnectingClient&) = delete;
 
   void start();
-  // Told when the connection goes over its high-water mark (true) and when it
-  // drains (false), after the outbox had its turn: for a user that keeps
-  // messages of its own waiting.
-  void set_backpressure_handler(std::function<void(bool congested)> handler) { on_backpressure_ = std::move(handler); }
   // sent, queued (outbox), or a refusal: outbox_full, invalid, closed (after stop()).
   SendResult send(std::span<const std::byte> payload);
   // No more reconnects. An open connection takes what the outbox holds (as
@@ -107,7 +107,6 @@ class ReconnectingClient final : private SessionEvents {
   boost::asio::io_context& loop_;
   ReconnectingClientOptions options_;
   Callbacks callbacks_;
-  std::function<void(bool)> on_backpressure_;
   std::unique_ptr<SessionCodec> validator_;  // frames nothing; checks payloads that go to the outbox
   Backoff backoff_;
   std::mt19937_64 rng_;

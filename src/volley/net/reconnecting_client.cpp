@@ -159,7 +159,7 @@ void ReconnectingClient::on_message(Session& /*session*/, const Message& message
 
 void ReconnectingClient::on_backpressure(Session& /*session*/, bool congested) {
   if (!congested) drain_outbox();
-  if (on_backpressure_) on_backpressure_(congested);
+  if (callbacks_.on_backpressure) callbacks_.on_backpressure(congested);
 }
 
 void ReconnectingClient::on_close(Session& /*session*/, const CloseReason& reason) {

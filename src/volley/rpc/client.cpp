@@ -104,10 +104,10 @@ void RpcClient::start(net::ReconnectingClientOptions options, InFlightPolicy pol
   callbacks.on_connected = [this] { send_waiting(); };
   callbacks.on_disconnected = [this](const net::CloseReason& reason) { on_disconnected(reason); };
   callbacks.on_connect_failed = [this](const std::string& error, std::chrono::milliseconds) { last_remote_error_ = error; };
-  reconnecting_ = std::make_unique<net::ReconnectingClient>(loop_, std::move(options), std::move(callbacks));
-  reconnecting_->set_backpressure_handler([this](bool congested) {
+  callbacks.on_backpressure = [this](bool congested) {
     if (!congested) send_waiting();
-  });
+  };
+  reconnecting_ = std::make_unique<net::ReconnectingClient>(loop_, std::move(options), std::move(callbacks));
   reconnecting_->start();
 }
 
