@@ -18,7 +18,7 @@ struct HttpAnswer {
 
 class HttpClient {
  public:
-  explicit HttpClient(int port) : socket_(port) {}
+  explicit HttpClient(int port, int receive_buffer = 0) : socket_(port, receive_buffer) {}
 
   void send(const std::string& bytes) { socket_.send(std::as_bytes(std::span(bytes))); }
 

@@ -1,6 +1,7 @@
 // HTTP/1.1 on the runtime, through the metrics endpoint in process: keep-alive,
 // pipelining with answers given later from other loops, HEAD, HTTP/1.0, and
 // bad requests answered with their status without disturbing other connections.
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,6 +91,38 @@ TEST(Http, PipelinedRequestsAreAnsweredInOrderEvenWhenTheFirstAnswerComesLater) 
   EXPECT_EQ(del->status, 405);
   EXPECT_TRUE(del->has_header("Allow: GET, HEAD")) << del->head;
   EXPECT_EQ(program_part(last->body), kMetricsBody);  // HEAD's answer carried no body: the next one starts clean
+}
+
+// The most a TCP socket's send buffer grows to (the third of tcp_wmem).
+std::size_t largest_send_buffer() {
+  std::ifstream in("/proc/sys/net/ipv4/tcp_wmem");
+  std::size_t low = 0, initial = 0, high = 4u << 20;
+  in >> low >> initial >> high;
+  return high;
+}
+
+// A peer that pipelines more answers than the connection's high water and
+// reads them only later: the endpoint stops at the bound, and once the peer
+// reads and the output drains (on_backpressure), it answers the rest.
+TEST(Http, PipelinedAnswersOverHighWaterWaitForThePeerAndAreAllAnsweredOnceItReads) {
+  EndpointFixture f;
+  HttpClient c(f.port(), 16 * 1024);
+  // Each answer is over 1 KiB: twice what the kernel can hold for the peer
+  // (its largest send buffer) and the connection's bound together.
+  const std::size_t requests = 2 * (largest_send_buffer() + http::MetricsEndpoint::kOutputHighWater) / 1024;
+  std::string pipeline;
+  for (std::size_t i = 0; i < requests; ++i) pipeline += "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n";
+  c.send(pipeline);
+  std::this_thread::sleep_for(500ms);
+  EXPECT_LT(f.endpoint().stats().requests.load(), requests)
+      << "nothing was read, yet every answer was made: the output bound never held";
+  for (std::size_t i = 0; i < requests; ++i) {
+    const auto a = c.read();
+    ASSERT_TRUE(a) << "answer " << i << " never came";
+    ASSERT_EQ(a->status, 200) << i;
+    ASSERT_GT(a->body.size(), 1024u) << "fewer bytes than planned for";
+  }
+  EXPECT_EQ(f.endpoint().stats().requests.load(), requests);
 }
 
 TEST(Http, ARequestSplitByteByByteIsAnswered) {

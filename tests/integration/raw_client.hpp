@@ -21,8 +21,11 @@ namespace volley::test {
 
 class RawClient {
  public:
-  explicit RawClient(int port) {
+  // `receive_buffer` > 0: the socket's receive buffer, set before connecting
+  // (so the kernel holds little of what a peer sends while the test reads nothing).
+  explicit RawClient(int port, int receive_buffer = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (receive_buffer > 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<std::uint16_t>(port));

@@ -7,7 +7,8 @@
 //
 // While the connection's output is at high water (ConnectionLimits) no
 // buffered request is answered either: a client that pipelines and never
-// reads holds one high water of answers, and meets the slow-consumer deadline.
+// reads holds one high water of answers, and meets the slow-consumer deadline;
+// the rest are answered once on_backpressure says the output drained.
 //
 // Bad input gets its status and the connection closes after it: malformed
 // syntax 400, a header block over the limit 431, a body over the limit 413,
@@ -70,7 +71,7 @@ class ConnectionHandler final : public net::StreamHandler {
 
   std::span<std::byte> read_buffer() override;
   void on_data(net::TcpConnection& connection, std::size_t n) override;
-  void on_written(net::TcpConnection& connection, std::size_t bytes) override;
+  void on_backpressure(net::TcpConnection& connection, bool full) override;
   void on_close(net::TcpConnection& connection, const net::CloseReason& reason) override;
 
   // On the connection's loop (Responder posts here).

@@ -144,8 +144,8 @@ void ConnectionHandler::respond(net::TcpConnection& connection, const Response& 
   serve_buffered(connection);
 }
 
-void ConnectionHandler::on_written(net::TcpConnection& connection, std::size_t) {
-  if (!waiting_ && !finished_) serve_buffered(connection);  // the output may have drained below high water
+void ConnectionHandler::on_backpressure(net::TcpConnection& connection, bool full) {
+  if (!full && !waiting_ && !finished_) serve_buffered(connection);  // the answers drained: on to the next
 }
 
 void ConnectionHandler::serve_buffered(net::TcpConnection& connection) {

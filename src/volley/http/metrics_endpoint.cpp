@@ -35,7 +35,7 @@ class MetricsEndpoint::Connection final : public net::StreamHandler {
     endpoint_.admit(*this);
   }
   void on_data(net::TcpConnection& connection, std::size_t n) override { http_.on_data(connection, n); }
-  void on_written(net::TcpConnection& connection, std::size_t bytes) override { http_.on_written(connection, bytes); }
+  void on_backpressure(net::TcpConnection& connection, bool full) override { http_.on_backpressure(connection, full); }
   void on_close(net::TcpConnection& connection, const net::CloseReason& reason) override {
     http_.on_close(connection, reason);
     endpoint_.forget(*this);
