@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
 #include <volley/net/server.hpp>
 #include <volley/net/session.hpp>
 #include <volley/wire/checked.hpp>
@@ -130,6 +133,42 @@ TEST(ThreadPoolDesign, AStopClosesEveryOpenConnection) {
   EXPECT_EQ(open.load(), 0);
   EXPECT_EQ(server.aborted_at_shutdown(), 0u);
 }
+
+// A program whose work is one object and no listener (the netem relay, an
+// ARQ receiver) runs it on the server's serial executor: in either design its
+// handlers never run at once (the counter is not atomic: ThreadSanitizer
+// would see two), and a stop reaches it there before run() returns.
+class SerialExecutor : public ::testing::TestWithParam<net::Design> {};
+
+TEST_P(SerialExecutor, RunsTheObjectsHandlersOneAtATimeAndItsStopBeforeRunReturns) {
+  net::Server server({.threads = 3, .design = GetParam(), .handle_signals = false});
+  const auto serial = server.make_serial_executor();
+  constexpr int kHandlers = 20000;
+  int counted = 0;  // the object's state: no lock
+  std::atomic<int> inside{0}, overlaps{0}, handled{0};
+  bool stopped_on_serial = false;
+  server.on_stop([&] {
+    boost::asio::dispatch(serial, [&] { stopped_on_serial = counted == kHandlers; });
+  });
+  for (int i = 0; i < kHandlers; ++i) {
+    boost::asio::post(serial, [&] {
+      if (inside.fetch_add(1) != 0) overlaps.fetch_add(1);
+      for (volatile int spin = 0; spin < 200; spin = spin + 1) {
+      }  // long enough for another thread to come in, were it let
+      ++counted;
+      if (handled.fetch_add(1) + 1 == kHandlers) server.stop();
+      inside.fetch_sub(1);
+    });
+  }
+  server.run();
+  EXPECT_EQ(counted, kHandlers);
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_TRUE(stopped_on_serial) << "the stop step did not run on the serial executor after the last handler";
+}
+
+INSTANTIATE_TEST_SUITE_P(ThreadPoolDesign, SerialExecutor,
+                         ::testing::Values(net::Design::loop_per_thread, net::Design::thread_pool),
+                         [](const auto& info) { return std::string(net::to_string(info.param)) == "thread-pool" ? "ThreadPool" : "LoopPerThread"; });
 
 }  // namespace
 }  // namespace volley::test

@@ -8,7 +8,7 @@
 #include <array>
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/core.h>
 
@@ -24,7 +24,7 @@
 #include "json_output.hpp"
 #include "listening.hpp"
 #include "metrics_service.hpp"
-#include "program_loops.hpp"
+#include "program_design.hpp"
 
 namespace volley::tools {
 
@@ -104,9 +104,9 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
     tools::print(stderr, "volley arq-recv: --listen must be ADDRESS:PORT\n");
     return 2;
   }
-  // Everything here runs on loops.executor() but the metrics endpoint's connections.
-  ProgramLoops loops(design);
-  const auto& executor = loops.executor();
+  // Everything here runs on the server's serial executor but the metrics endpoint.
+  net::Server server(program_server_options(design));
+  const auto executor = server.make_serial_executor();
   DelayRecorder delays;  // fixed space: a receiver may run for days
   std::ofstream csv;     // --csv: each delivery written as it comes
   if (!o.csv.empty() && !o.echo) {
@@ -131,7 +131,6 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
     if (csv.is_open()) write_csv_row(csv, r);
     if (o.echo && !transport->send(m) && error.empty()) error = "echo refused: " + transport->error();
   };
-  asio::signal_set signals(executor, SIGINT, SIGTERM, SIGHUP);  // SIGHUP: as SIGTERM
   try {
     transport = listen_transport(executor, o, *listen, record);
   } catch (const std::exception& e) {
@@ -143,7 +142,7 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
   constexpr auto kQuiet = std::chrono::milliseconds(500);
   constexpr auto kLingerMax = std::chrono::seconds(10);
   // A scrape reads the counters on the channel's executor.
-  MetricsService metrics(executor, loops.metrics_workers(), metrics_flags, [&](http::MetricsEndpoint::Answer answer) {
+  MetricsService metrics(server, metrics_flags, [&](http::MetricsEndpoint::Answer answer) {
     asio::post(executor, [&, answer = std::move(answer)] {
       answer(recv_metrics_text(delays, damaged, transport ? transport->datagrams_heard() : 0));
     });
@@ -158,12 +157,7 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
       heard = h;
       quiet_since = now;
     }
-    if (now - quiet_since >= kQuiet || now - linger_from >= kLingerMax) {
-      transport->stop();
-      signals.cancel();
-      metrics.stop();
-      return;
-    }
+    if (now - quiet_since >= kQuiet || now - linger_from >= kLingerMax) return server.stop();
     linger.expires_after(kLingerStep);
     linger.async_wait(linger_step);
   };
@@ -178,19 +172,21 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
     linger.expires_after(kLingerStep);
     linger.async_wait(linger_step);
   });
-  signals.async_wait([&](const boost::system::error_code& ec, int) {
-    if (ec) return;
-    error = "interrupted";
-    transport->stop();
+  // The end of the linger, or a signal (SIGINT, SIGTERM, SIGHUP).
+  server.on_stop([&] {
     metrics.stop();
-    loops.stop();
+    asio::dispatch(executor, [&] {
+      linger.cancel();
+      transport->stop();
+    });
   });
   // Announced once the signal wait is in place, as every server program does.
   const auto local = transport->local_endpoint();
   announce_listening(transport->protocol(), local.address().to_string(), local.port(), o.port_file);
   metrics.start();
   if (!o.ready_file.empty()) std::ofstream(o.ready_file) << "ready\n";
-  loops.run();  // after a signal it stops at once: a scrape still open is simply dropped
+  server.run();
+  if (server.stop_signal() != 0) error = "interrupted";
 
   csv.close();
   // A run that delivered nothing is never a success: its peer vanished before
@@ -200,8 +196,8 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
   boost::json::object report{{"tool", "volley arq-recv"},
                              {"protocol", o.protocol},
                              {"echo", o.echo},
-                             {"design", net::to_string(loops.design())},
-                             {"threads", loops.threads()},
+                             {"design", net::to_string(design.design)},
+                             {"threads", object_threads(design)},
                              {"delay", to_json(s)},
                              {"damaged_messages", damaged},
                              {"error", error}};

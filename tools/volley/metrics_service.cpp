@@ -19,15 +19,12 @@ void add_metrics_flag(CLI::App& cmd, MetricsFlags& flags) {
       });
 }
 
-MetricsService::MetricsService(net::Server& server, const MetricsFlags& flags, http::MetricsEndpoint::Collect collect)
-    : MetricsService(server.control_loop().get_executor(), server.workers(), flags, std::move(collect)) {}
-
-MetricsService::MetricsService(const boost::asio::any_io_executor& accept_executor, net::LoopPool& workers,
-                               const MetricsFlags& flags, http::MetricsEndpoint::Collect collect) {
+MetricsService::MetricsService(net::Server& server, const MetricsFlags& flags, http::MetricsEndpoint::Collect collect) {
   if (flags.at.empty()) return;
   const auto at = parse_udp_endpoint(flags.at);  // checked by the flag
-  endpoint_ = std::make_unique<http::MetricsEndpoint>(
-      accept_executor, workers, boost::asio::ip::tcp::endpoint(at->address(), at->port()), std::move(collect));
+  endpoint_ = std::make_unique<http::MetricsEndpoint>(server.control_loop(), server.workers(),
+                                                      boost::asio::ip::tcp::endpoint(at->address(), at->port()),
+                                                      std::move(collect));
 }
 
 void MetricsService::start() {

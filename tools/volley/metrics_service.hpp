@@ -31,12 +31,10 @@ void add_metrics_flag(CLI::App& cmd, MetricsFlags& flags);
 
 class MetricsService {
  public:
-  // Binds now when asked for (throws when the address is taken).
+  // Binds now when asked for (throws when the address is taken). Accepts on
+  // the server's control loop, where start() and stop() are called too, and
+  // serves each scrape on a worker loop.
   MetricsService(net::Server& server, const MetricsFlags& flags, http::MetricsEndpoint::Collect collect);
-  // For a program without a net::Server (ProgramLoops): accepting on
-  // `accept_executor`, where start() and stop() are called too, and serving on `workers`.
-  MetricsService(const boost::asio::any_io_executor& accept_executor, net::LoopPool& workers,
-                 const MetricsFlags& flags, http::MetricsEndpoint::Collect collect);
   // From the server's on_ready (after the listening line) and on_stop.
   void start();
   void stop();

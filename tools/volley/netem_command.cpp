@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -26,7 +27,7 @@
 #include "json_output.hpp"
 #include "metrics_service.hpp"
 #include "listening.hpp"
-#include "program_loops.hpp"
+#include "program_design.hpp"
 
 namespace volley::tools {
 namespace {
@@ -90,33 +91,32 @@ std::string metrics_text(const LinkCounters& up, const LinkCounters& down) {
   return out.text();
 }
 
-// Runs `relay` (UdpRelay or TunRelay, made on loops.executor()) until a
-// signal or --duration. Everything here runs on that executor but the metrics
-// endpoint's connections, and a scrape reads the counters there.
+// Runs `relay` (UdpRelay or TunRelay, made on `executor`, the server's serial
+// executor) until a signal or --duration stops the server. Everything here
+// runs on that executor but the metrics endpoint, and a scrape reads the
+// counters there.
 template <class Relay>
-int serve(ProgramLoops& loops, Relay& relay, const NetemOptions& o, const netem::Impairment& up,
-          const netem::Impairment& down, boost::json::object extra) {
+int serve(net::Server& server, const asio::any_io_executor& executor, Relay& relay, const NetemOptions& o,
+          const netem::Impairment& up, const netem::Impairment& down, boost::json::object extra) {
   const auto start = Clock::now();
-  const auto& executor = loops.executor();
   asio::steady_timer progress(executor), deadline(executor);
-  asio::signal_set signals(executor, SIGINT, SIGTERM, SIGHUP);  // SIGHUP: as SIGTERM
   asio::signal_set toggles(executor, SIGUSR1);  // cuts the link and restores it, to test a peer mid-run
   bool stopping = false;
-  MetricsService metrics(executor, loops.metrics_workers(), o.metrics,
-                         [&executor, &relay](http::MetricsEndpoint::Answer answer) {
-                           asio::post(executor, [&relay, answer = std::move(answer)] {
-                             answer(metrics_text(relay.core().up().counters(), relay.core().down().counters()));
-                           });
-                         });
-  auto stop = [&] {
-    stopping = true;
+  MetricsService metrics(server, o.metrics, [&executor, &relay](http::MetricsEndpoint::Answer answer) {
+    asio::post(executor, [&relay, answer = std::move(answer)] {
+      answer(metrics_text(relay.core().up().counters(), relay.core().down().counters()));
+    });
+  });
+  server.on_stop([&] {
     metrics.stop();
-    relay.stop();
-    progress.cancel();
-    deadline.cancel();
-    signals.cancel();
-    toggles.cancel();
-  };
+    asio::dispatch(executor, [&] {
+      stopping = true;
+      relay.stop();
+      progress.cancel();
+      deadline.cancel();
+      toggles.cancel();
+    });
+  });
   std::function<void()> tick = [&] {
     progress.expires_after(std::chrono::seconds(1));
     progress.async_wait([&](const boost::system::error_code& ec) {
@@ -130,12 +130,9 @@ int serve(ProgramLoops& loops, Relay& relay, const NetemOptions& o, const netem:
   if (o.duration > 0) {
     deadline.expires_after(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(o.duration)));
     deadline.async_wait([&](const boost::system::error_code& ec) {
-      if (!ec) stop();
+      if (!ec) server.stop();
     });
   }
-  signals.async_wait([&](const boost::system::error_code& ec, int) {
-    if (!ec) stop();
-  });
   bool link_down = up.down && down.down;
   std::function<void()> wait_toggle = [&] {
     toggles.async_wait([&](const boost::system::error_code& ec, int) {
@@ -169,7 +166,7 @@ int serve(ProgramLoops& loops, Relay& relay, const NetemOptions& o, const netem:
     std::ofstream(tmp) << (extra.contains("port") ? std::to_string(boost::json::value_to<std::uint64_t>(extra.at("port"))) : "ready") << '\n';
     std::rename(tmp.c_str(), o.ready_file.c_str());
   }
-  loops.run();
+  server.run();
 
   const auto& u = relay.core().up().counters();
   const auto& d = relay.core().down().counters();
@@ -178,8 +175,8 @@ int serve(ProgramLoops& loops, Relay& relay, const NetemOptions& o, const netem:
     extra["tool"] = "volley netem";
     extra["seconds"] = seconds_since(start);
     extra["seed"] = o.seed;
-    extra["design"] = net::to_string(loops.design());
-    extra["threads"] = loops.threads();
+    extra["design"] = net::to_string(o.design.design);
+    extra["threads"] = object_threads(o.design);
     extra["up_config"] = up.describe();
     extra["down_config"] = down.describe();
     extra["up"] = to_json(u);
@@ -251,22 +248,23 @@ int run_udp(const NetemOptions& o) {
     tools::print(stderr, "volley netem: {}\n", e);
     return 2;
   }
-  ProgramLoops loops(o.design);
+  net::Server server(program_server_options(o.design));
+  const auto executor = server.make_serial_executor();
   std::unique_ptr<netem::UdpRelay> relay;
   try {
     const netem::RelayLimits limits{
         .max_clients = o.max_clients,
         .client_idle = std::chrono::milliseconds(static_cast<std::int64_t>(o.client_idle_s * 1000))};
-    relay = std::make_unique<netem::UdpRelay>(loops.executor(), *listen, *forward, up, down, o.seed, limits);
+    relay = std::make_unique<netem::UdpRelay>(executor, *listen, *forward, up, down, o.seed, limits);
   } catch (const std::exception& e) {
     tools::print(stderr, "volley netem: cannot listen on {}: {}\n", o.listen, e.what());
     return 1;
   }
   const auto local = relay->local_endpoint();
   spdlog::info("netem: relaying udp {}:{} -> {}; up: {}; down: {}; {} thread(s), {}", local.address().to_string(),
-               local.port(), o.forward, up.describe(), down.describe(), loops.threads(),
-               net::to_string(loops.design()));
-  return serve(loops, *relay, o, up, down,
+               local.port(), o.forward, up.describe(), down.describe(), object_threads(o.design),
+               net::to_string(o.design.design));
+  return serve(server, executor, *relay, o, up, down,
                {{"mode", "udp"},
                 {"listen", fmt::format("{}:{}", local.address().to_string(), local.port())},
                 {"address", local.address().to_string()},
@@ -289,11 +287,12 @@ int run_tun(const NetemOptions& o) {
     tools::print(stderr, "volley netem tun: {}\n", error);
     return 1;
   }
-  ProgramLoops loops(o.design);
-  netem::TunRelay relay(loops.executor(), a, b, up, down, o.seed);
+  net::Server server(program_server_options(o.design));
+  const auto executor = server.make_serial_executor();
+  netem::TunRelay relay(executor, a, b, up, down, o.seed);
   spdlog::info("netem: relaying between TUN {} and {}; up: {}; down: {}; {} thread(s), {}", o.dev_a, o.dev_b,
-               up.describe(), down.describe(), loops.threads(), net::to_string(loops.design()));
-  return serve(loops, relay, o, up, down, {{"mode", "tun"}, {"dev_a", o.dev_a}, {"dev_b", o.dev_b}});
+               up.describe(), down.describe(), object_threads(o.design), net::to_string(o.design.design));
+  return serve(server, executor, relay, o, up, down, {{"mode", "tun"}, {"dev_a", o.dev_a}, {"dev_b", o.dev_b}});
 }
 
 void add_common(CLI::App& cmd, NetemOptions& o) {

@@ -12,6 +12,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/signal_set.hpp>
 
 #include <volley/net/loop_pool.hpp>
@@ -103,6 +104,15 @@ class Server {
   boost::asio::io_context& control_loop() noexcept { return control_; }
   /// The worker loops (for sockets of the caller's own, such as UDP).
   LoopPool& workers() noexcept { return workers_; }
+  /// An executor whose handlers never run at once, for a program whose work is
+  /// one object that is not a TCP listener (a UDP relay, an ARQ channel): the
+  /// control loop in the loop-per-thread design (the object then shares the
+  /// thread that calls run(), and the worker loops serve side connections such
+  /// as a metrics endpoint's); a new strand of the pool in the thread-pool
+  /// design, so one thread can run the object while another waits in the kernel.
+  /// Such a server needs no listen(); its on_stop steps should dispatch to
+  /// this executor to touch the object.
+  boost::asio::any_io_executor make_serial_executor();
   std::size_t threads() const noexcept { return workers_.size(); }
   /// The address and port listened on (after listen()).
   boost::asio::ip::tcp::endpoint local_endpoint() const;

@@ -3,7 +3,9 @@
 #include <csignal>
 
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <spdlog/spdlog.h>
 
 namespace volley::net {
@@ -38,6 +40,11 @@ void Server::listen(HandlerFactory factory) {
   tcp_->set_max_connections(options_.max_connections);
 }
 
+asio::any_io_executor Server::make_serial_executor() {
+  if (options_.design == Design::thread_pool) return asio::make_strand(workers_.loop(0));
+  return control_.get_executor();
+}
+
 asio::ip::tcp::endpoint Server::local_endpoint() const {
   return tcp_ ? tcp_->local_endpoint() : asio::ip::tcp::endpoint{};
 }
@@ -61,6 +68,10 @@ void Server::run() {
     if (stopping_) return;
     for (auto& step : ready_steps_) step();
   });
+  // Until stop(): a server with no listener and no signals to wait for (its
+  // work on the worker loops) has nothing else keeping the control loop up,
+  // and a stop() posted to a loop that returned would never release the workers.
+  const auto until_stopped = asio::make_work_guard(control_);
   control_.run();
   workers_.join();
 }

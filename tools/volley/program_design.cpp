@@ -1,9 +1,8 @@
-#include "program_loops.hpp"
+#include "program_design.hpp"
 
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <boost/asio/strand.hpp>
 #include <fmt/format.h>
 
 namespace volley::tools {
@@ -42,32 +41,12 @@ std::string check_program_design(const ProgramDesign& flags) {
   return {};
 }
 
-ProgramLoops::ProgramLoops(const ProgramDesign& flags)
-    : design_(flags.design),
-      own_loop_(design_ == net::Design::loop_per_thread ? std::make_unique<boost::asio::io_context>(1) : nullptr),
-      pool_(pool_threads(flags), false, design_),
-      executor_(own_loop_ ? boost::asio::any_io_executor(own_loop_->get_executor())
-                          : boost::asio::any_io_executor(boost::asio::make_strand(pool_.loop(0)))) {}
-
-void ProgramLoops::run() {
-  pool_.start();
-  if (own_loop_) {
-    own_loop_->run();
-  }
-  // From here the threads return once their work is done (the metrics
-  // endpoint, shut down with the object, closes its connections first).
-  if (stopped_.load()) {
-    pool_.stop();
-  } else {
-    pool_.release();
-  }
-  pool_.join();
+net::ServerOptions program_server_options(const ProgramDesign& flags) {
+  return {.threads = pool_threads(flags), .design = flags.design};
 }
 
-void ProgramLoops::stop() noexcept {
-  stopped_.store(true);
-  if (own_loop_) own_loop_->stop();
-  pool_.stop();
+std::size_t object_threads(const ProgramDesign& flags) {
+  return flags.design == net::Design::thread_pool ? pool_threads(flags) : 1;
 }
 
 }  // namespace volley::tools
