@@ -146,6 +146,7 @@ TEST_P(SerialExecutor, RunsTheObjectsHandlersOneAtATimeAndItsStopBeforeRunReturn
   constexpr int kHandlers = 20000;
   int counted = 0;  // the object's state: no lock
   std::atomic<int> inside{0}, overlaps{0}, handled{0};
+  volatile int spin_sink = 0;
   bool stopped_on_serial = false;
   server.on_stop([&] {
     boost::asio::dispatch(serial, [&] { stopped_on_serial = counted == kHandlers; });
@@ -153,8 +154,9 @@ TEST_P(SerialExecutor, RunsTheObjectsHandlersOneAtATimeAndItsStopBeforeRunReturn
   for (int i = 0; i < kHandlers; ++i) {
     boost::asio::post(serial, [&] {
       if (inside.fetch_add(1) != 0) overlaps.fetch_add(1);
-      for (volatile int spin = 0; spin < 200; spin = spin + 1) {
-      }  // long enough for another thread to come in, were it let
+      // Long enough for another thread to come in, were it let (a store the
+      // compiler must keep, 200 times).
+      for (int spin = 0; spin < 200; ++spin) spin_sink = spin;
       ++counted;
       if (handled.fetch_add(1) + 1 == kHandlers) server.stop();
       inside.fetch_sub(1);
