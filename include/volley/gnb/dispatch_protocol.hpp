@@ -30,9 +30,7 @@ struct GnbProtocol {
   // header only when a gNB codec delimited it; any other message (a gNB frame
   // carried as a checked-frame payload) is opened from its bytes.
   static std::optional<dispatch::Envelope<Id>> open(const net::Message& message) noexcept {
-    if (message.bytes.size() < kHeaderSize || message.body.data() != message.bytes.data() + kHeaderSize ||
-        message.body.size() + kHeaderSize != message.bytes.size())
-      return open(message.bytes);
+    if (!net::body_follows_header(message, kHeaderSize)) return open(message.bytes);
     return dispatch::Envelope<Id>{static_cast<Id>(message.id), message.body};
   }
 };

@@ -22,4 +22,12 @@ struct Message {
   std::span<const std::byte> body{};
 };
 
+// Whether `message` was delimited by a codec whose header is `header_size`
+// bytes: its body sits right after that header, to the end of its bytes. A
+// dispatcher protocol takes such a message's id and body as they are.
+inline bool body_follows_header(const Message& message, std::size_t header_size) noexcept {
+  return message.bytes.size() >= header_size && message.body.data() == message.bytes.data() + header_size &&
+         message.body.size() + header_size == message.bytes.size();
+}
+
 }  // namespace volley::net

@@ -24,9 +24,7 @@ struct RpcProtocol {
   // body are taken as they are (a message any other codec delimited, whose
   // body is not right after a 12-byte header, is opened from its bytes).
   static std::optional<dispatch::Envelope<Id>> open(const net::Message& message) noexcept {
-    if (message.bytes.size() < kHeaderSize || message.body.data() != message.bytes.data() + kHeaderSize ||
-        message.body.size() + kHeaderSize != message.bytes.size())
-      return open(message.bytes);
+    if (!net::body_follows_header(message, kHeaderSize)) return open(message.bytes);
     return dispatch::Envelope<Id>{message.id, message.body};
   }
 };
