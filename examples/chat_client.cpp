@@ -59,13 +59,13 @@ int main(int argc, char** argv) {
   }
   net::ReconnectingClient client(
       loop, options,
-      {.on_connected = [] { std::printf("* joined the room\n"); },
-       .on_disconnected = [](const net::CloseReason& r) { std::printf("* left the room: %s\n", net::to_string(r.kind)); },
-       .on_connect_failed = {},
-       .on_message = [](const net::Message& line) {
-         std::printf("%.*s\n", static_cast<int>(line.bytes.size()), reinterpret_cast<const char*>(line.bytes.data()));
-         std::fflush(stdout);
-       }});
+      {.on_open = [] { std::printf("* joined the room\n"); },
+       .on_message =
+           [](const net::Message& line) {
+             std::printf("%.*s\n", static_cast<int>(line.bytes.size()), reinterpret_cast<const char*>(line.bytes.data()));
+             std::fflush(stdout);
+           },
+       .on_close = [](const net::CloseReason& r) { std::printf("* left the room: %s\n", net::to_string(r.kind)); }});
   client.start();
 
   // At the end of input: lines typed while the room was away wait in the

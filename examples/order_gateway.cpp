@@ -120,17 +120,18 @@ int main() {
   boost::asio::steady_timer deadline(loop, 10s);  // an example must not hang
   net::ReconnectingClient client(
       loop, options,
-      {.on_connected = [] { std::printf("client: connected\n"); },
-       .on_disconnected = [](const net::CloseReason& r) { std::printf("client: disconnected (%s)\n", net::to_string(r.kind)); },
-       .on_connect_failed = [](const std::string& error, std::chrono::milliseconds) {
-         std::printf("client: connect failed (%s), retrying\n", error.c_str());
-       },
-       .on_message = [&](const net::Message& payload) {
-         answers.dispatch(payload);
-         if (accepted + rejected == expected) {
-           client.stop();  // flushes and closes; the loop then runs out of work
-           deadline.cancel();
-         }
+      {.on_open = [] { std::printf("client: connected\n"); },
+       .on_message =
+           [&](const net::Message& payload) {
+             answers.dispatch(payload);
+             if (accepted + rejected == expected) {
+               client.stop();  // flushes and closes; the loop then runs out of work
+               deadline.cancel();
+             }
+           },
+       .on_close = [](const net::CloseReason& r) { std::printf("client: disconnected (%s)\n", net::to_string(r.kind)); },
+       .on_connect_failed = [](const std::error_code& error, std::chrono::milliseconds) {
+         std::printf("client: connect failed (%s), retrying\n", error.message().c_str());
        }});
   client.start();
   // Queued in the client's outbox until the connection is up, then sent in order.

@@ -35,18 +35,20 @@ int main(int argc, char** argv) {
   boost::asio::steady_timer deadline(loop, 10s);  // an example must not hang
   net::ReconnectingClient client(
       loop, options,
-      {.on_connected = [] { std::printf("connected\n"); },
-       .on_disconnected = [](const net::CloseReason& r) { std::printf("disconnected: %s\n", net::to_string(r.kind)); },
-       .on_connect_failed = [](const std::string& error, std::chrono::milliseconds delay) {
-         std::printf("connect failed (%s), retrying in %lld ms\n", error.c_str(), static_cast<long long>(delay.count()));
-       },
-       .on_message = [&](const net::Message& echo) {
-         const std::string text(reinterpret_cast<const char*>(echo.bytes.data()), echo.bytes.size());
-         in_order = in_order && text == "message " + std::to_string(echoed);
-         if (++echoed == count) {
-           client.stop();  // flushes and closes; the loop then runs out of work
-           deadline.cancel();
-         }
+      {.on_open = [] { std::printf("connected\n"); },
+       .on_message =
+           [&](const net::Message& echo) {
+             const std::string text(reinterpret_cast<const char*>(echo.bytes.data()), echo.bytes.size());
+             in_order = in_order && text == "message " + std::to_string(echoed);
+             if (++echoed == count) {
+               client.stop();  // flushes and closes; the loop then runs out of work
+               deadline.cancel();
+             }
+           },
+       .on_close = [](const net::CloseReason& r) { std::printf("disconnected: %s\n", net::to_string(r.kind)); },
+       .on_connect_failed = [](const std::error_code& error, std::chrono::milliseconds delay) {
+         std::printf("connect failed (%s), retrying in %lld ms\n", error.message().c_str(),
+                     static_cast<long long>(delay.count()));
        }});
   client.start();
 

@@ -102,10 +102,8 @@ TEST_P(SessionLink, AClientNoticesAServerThatFallsSilentAfterConnecting) {
   std::optional<net::CloseReason> reason;
   bool connected = false;
   net::ReconnectingClient client(loop, o,
-                                 {.on_connected = [&] { connected = true; },
-                                  .on_disconnected = [&](const net::CloseReason& r) { if (!reason) reason = r; },
-                                  .on_connect_failed = {},
-                                  .on_message = {}});
+                                 {.on_open = [&] { connected = true; },
+                                  .on_close = [&](const net::CloseReason& r) { if (!reason) reason = r; }});
   client.start();
   ASSERT_TRUE(run_until(loop, [&] { return reason.has_value(); }, 10s));
   client.stop();
@@ -483,6 +481,39 @@ TEST(Tls, AnRpcClientThatCannotVerifyTheServerSaysWhy) {
   EXPECT_EQ(client.wait_for(60s).value_or(-1), 1);
   EXPECT_NE(client.stdout_text().find("certificate verify failed"), std::string::npos) << client.stdout_text();
   EXPECT_EQ(json_u64(server.stop(), "handshake_failures"), 1u);
+}
+
+// A handshake that fails is a failed attempt, and on_connect_failed gets the
+// transport's own error (here TLS's certificate verification), not a string.
+TEST(Tls, AReconnectingClientIsToldWhyItsHandshakeFailed) {
+  DeafServer deaf(Link::tls);
+  ServerThread running(deaf.server);
+  asio::io_context loop;
+  net::ReconnectingClientOptions o;
+  o.port = deaf.server.port();
+  o.make_codec = [] { return make_codec(Framing::checked); };
+  auto untrusting = std::make_shared<asio::ssl::context>(
+      net::make_tls_client_context(TestCerts::get().file("other-ca.pem"), true, net::TlsVersion::any));
+  o.make_transport = [untrusting] { return net::make_tls_transport(*untrusting, net::TlsRole::client, "127.0.0.1"); };
+  o.backoff.initial = 20ms;
+  o.backoff.maximum = 50ms;
+  int opened = 0;
+  std::vector<std::error_code> failures;
+  net::ReconnectingClient client(loop, o,
+                                 {.on_open = [&] { ++opened; },
+                                  .on_connect_failed = [&](const std::error_code& e, std::chrono::milliseconds) {
+                                    failures.push_back(e);
+                                  }});
+  client.start();
+  ASSERT_TRUE(run_until(loop, [&] { return failures.size() >= 2; }, 10s));
+  client.stop();
+  EXPECT_EQ(opened, 0);
+  EXPECT_EQ(client.stats().failed_attempts, failures.size());
+  for (const auto& e : failures) {
+    EXPECT_TRUE(e);
+    EXPECT_NE(e, std::errc::timed_out);
+    EXPECT_NE(e.message().find("certificate verify failed"), std::string::npos) << e.message();
+  }
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -58,16 +59,22 @@ struct ReconnectingClientStats {
 
 class ReconnectingClient final : private SessionEvents {
  public:
-  // Each may be left out (designated initializers: set only those you need).
+  // The session's events (SessionEvents' names, one vocabulary), plus failed
+  // attempts. Each may be left out (designated initializers: set only those you need).
   struct Callbacks {
-    std::function<void()> on_connected{};
-    std::function<void(const CloseReason&)> on_disconnected{};
-    // A connection attempt failed; the next one comes after `delay`.
-    std::function<void(const std::string& error, std::chrono::milliseconds delay)> on_connect_failed{};
+    // A connection opened (after its transport's handshake); the outbox drains next.
+    std::function<void()> on_open{};
     std::function<void(const Message&)> on_message{};
     // The connection went over its high-water mark (true), or drained (false,
     // after the outbox had its turn): for a user that keeps messages of its own waiting.
     std::function<void(bool congested)> on_backpressure{};
+    // An open connection closed; a reconnect follows unless stop() was called.
+    std::function<void(const CloseReason&)> on_close{};
+    // An attempt failed before the connection opened: the connect's error,
+    // std::errc::timed_out, std::errc::connection_refused (the socket connected
+    // to itself: nothing listens on the port), or the handshake's CloseReason::error.
+    // The next attempt comes after `delay`.
+    std::function<void(const std::error_code& error, std::chrono::milliseconds delay)> on_connect_failed{};
   };
 
   ReconnectingClient(boost::asio::io_context& loop, ReconnectingClientOptions options, Callbacks callbacks);
@@ -95,7 +102,8 @@ class ReconnectingClient final : private SessionEvents {
  private:
   void connect();
   void on_connect(const boost::system::error_code& ec);
-  void schedule_reconnect(const std::string& why);
+  // After a failed attempt (`why` set) or a lost connection (`why` empty).
+  void schedule_reconnect(const std::error_code& why);
   void drain_outbox();
 
   // SessionEvents

@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <boost/asio/buffer.hpp>
@@ -35,6 +36,9 @@ struct CloseReason {
   static constexpr std::size_t kKinds = static_cast<std::size_t>(Kind::handshake_failed) + 1;
   Kind kind = Kind::local_close;
   std::string detail;
+  // The error behind an io_error, a protocol_error or a failed handshake
+  // (std::errc::timed_out for a missed handshake deadline); none for the other kinds.
+  std::error_code error{};
   // Bytes accepted for sending that never reached the kernel (set when the connection finishes).
   std::size_t unsent_bytes = 0;
 };

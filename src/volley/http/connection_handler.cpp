@@ -182,7 +182,8 @@ void ConnectionHandler::refuse(net::TcpConnection& connection, unsigned status, 
   r.body = std::string(why) + "\n";
   const std::string bytes = serialize(r, false, false);
   connection.send(std::as_bytes(std::span(bytes)));
-  connection.close({net::CloseReason::Kind::protocol_error, fmt::format("HTTP {}: {}", status, why)});
+  connection.close({net::CloseReason::Kind::protocol_error, fmt::format("HTTP {}: {}", status, why),
+                    std::make_error_code(std::errc::bad_message)});
 }
 
 void ConnectionHandler::on_close(net::TcpConnection&, const net::CloseReason&) {

@@ -67,7 +67,7 @@ void ReconnectingClient::on_connect(const boost::system::error_code& ec) {
   if (ec || connect_timed_out_) {  // a connect that won the race with its timeout is closed all the same
     socket_.reset();
     ++stats_.failed_attempts;
-    schedule_reconnect(connect_timed_out_ ? "connect timed out" : ec.message());
+    schedule_reconnect(connect_timed_out_ ? std::make_error_code(std::errc::timed_out) : std::error_code(ec));
     return;
   }
   boost::system::error_code local_error, remote_error;
@@ -77,7 +77,7 @@ void ReconnectingClient::on_connect(const boost::system::error_code& ec) {
     // hold the port the server needs; drop it and try again.
     socket_.reset();
     ++stats_.failed_attempts;
-    schedule_reconnect("connected to itself (nothing listens on the port)");
+    schedule_reconnect(std::make_error_code(std::errc::connection_refused));
     return;
   }
   auto session = std::make_unique<Session>(options_.make_codec(), options_.session, static_cast<SessionEvents&>(*this));
@@ -92,9 +92,9 @@ void ReconnectingClient::on_connect(const boost::system::error_code& ec) {
   connection_->start();
 }
 
-void ReconnectingClient::schedule_reconnect(const std::string& why) {
+void ReconnectingClient::schedule_reconnect(const std::error_code& why) {
   const auto delay = backoff_.next(std::uniform_real_distribution<double>(0.0, 1.0)(rng_));
-  if (!why.empty() && callbacks_.on_connect_failed) callbacks_.on_connect_failed(why, delay);
+  if (why && callbacks_.on_connect_failed) callbacks_.on_connect_failed(why, delay);
   std::weak_ptr<bool> alive = alive_;
   retry_timer_.expires_after(delay);
   retry_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
@@ -149,7 +149,7 @@ void ReconnectingClient::on_open(Session& /*session*/) {
   ++stats_.connects;
   session_opened_ = true;
   backoff_.reset();
-  if (callbacks_.on_connected) callbacks_.on_connected();
+  if (callbacks_.on_open) callbacks_.on_open();
   drain_outbox();
 }
 
@@ -169,14 +169,14 @@ void ReconnectingClient::on_close(Session& /*session*/, const CloseReason& reaso
     // attempt, not a disconnect.
     ++stats_.failed_attempts;
     asio::post(loop_, [c = std::move(connection_)] {});
-    if (!stopping_) schedule_reconnect("TLS handshake: " + reason.detail);
+    if (!stopping_) schedule_reconnect(reason.error ? reason.error : std::make_error_code(std::errc::connection_aborted));
     return;
   }
   ++stats_.disconnects;
   stats_.unsent_bytes_lost += reason.unsent_bytes;
   // The connection is mid-call (this runs inside it): let it go on the next turn of the loop.
   asio::post(loop_, [c = std::move(connection_)] {});
-  if (callbacks_.on_disconnected) callbacks_.on_disconnected(reason);
+  if (callbacks_.on_close) callbacks_.on_close(reason);
   if (!stopping_) schedule_reconnect({});
 }
 

@@ -168,7 +168,7 @@ void Session::decode_buffered() {
         if (closing) {
           // Replies to the frames before the bad one still go out; nothing after it is read.
           input_paused_ = true;
-          connection_->close({CloseReason::Kind::protocol_error, in.error.message()});
+          connection_->close({CloseReason::Kind::protocol_error, in.error.message(), in.error});
           return;
         }
         break;

@@ -58,7 +58,8 @@ void TcpConnection::start() {
       if (wait_error || self->state_ != State::handshaking) return;
       self->finish({CloseReason::Kind::handshake_failed,
                     "timed out: no handshake within " + std::to_string(self->limits_.handshake_timeout.count()) +
-                        " ms"});
+                        " ms",
+                    std::make_error_code(std::errc::timed_out)});
     });
   }
   continue_handshake();
@@ -67,7 +68,7 @@ void TcpConnection::start() {
 void TcpConnection::continue_handshake() {
   boost::system::error_code ec;
   const StreamTransport::Wait wait = transport_->handshake(ec);
-  if (ec) return finish({CloseReason::Kind::handshake_failed, ec.message()});
+  if (ec) return finish({CloseReason::Kind::handshake_failed, ec.message(), ec});
   if (wait == StreamTransport::Wait::none) {
     linger_timer_.cancel();
     state_ = State::open;
@@ -75,7 +76,7 @@ void TcpConnection::continue_handshake() {
   }
   wait_then(wait, [self = shared_from_this()](const boost::system::error_code& wait_error) {
     if (self->state_ != State::handshaking) return;
-    if (wait_error) return self->finish({CloseReason::Kind::handshake_failed, wait_error.message()});
+    if (wait_error) return self->finish({CloseReason::Kind::handshake_failed, wait_error.message(), wait_error});
     self->continue_handshake();
   });
 }
@@ -148,7 +149,7 @@ bool TcpConnection::on_readable(const boost::system::error_code& ec) {
   if (state_ == State::closed) return false;
   if (ec) {
     if (ec == asio::error::operation_aborted) return false;
-    finish({CloseReason::Kind::io_error, ec.message()});
+    finish({CloseReason::Kind::io_error, ec.message(), ec});
     return true;
   }
   // Paused while this wait was queued (from a timer, another completion):
@@ -236,7 +237,7 @@ void TcpConnection::on_read_error(const boost::system::error_code& ec) {
     return;
   }
   if (ec == asio::error::operation_aborted) return;
-  finish({CloseReason::Kind::io_error, ec.message()});
+  finish({CloseReason::Kind::io_error, ec.message(), ec});
 }
 
 bool TcpConnection::send(std::span<const std::byte> bytes) {
@@ -359,7 +360,7 @@ void TcpConnection::write_rest(std::size_t already) {
 
 void TcpConnection::on_write(const boost::system::error_code& ec, std::size_t /*n*/) {
   if (state_ == State::closed) return;
-  if (ec) return finish({CloseReason::Kind::io_error, ec.message()});
+  if (ec) return finish({CloseReason::Kind::io_error, ec.message(), ec});
   const std::size_t written = queue_.finish_batch();
   active_ = true;
   {
@@ -422,7 +423,7 @@ void TcpConnection::half_close() {
 void TcpConnection::end_in_band(StreamTransport::End end, const boost::system::error_code& ec) {
   ended_in_band_ = true;
   if (state_ == State::open) {
-    pending_reason_ = end == StreamTransport::End::protocol_error ? CloseReason{CloseReason::Kind::protocol_error, ec.message()}
+    pending_reason_ = end == StreamTransport::End::protocol_error ? CloseReason{CloseReason::Kind::protocol_error, ec.message(), ec}
                                                                    : CloseReason{CloseReason::Kind::peer_closed, {}};
     state_ = State::flushing;
     maybe_flush();  // what is queued still goes (a transport may drop what follows its last word)

@@ -101,9 +101,11 @@ void RpcClient::start(net::ReconnectingClientOptions options, InFlightPolicy pol
   validator_ = make_rpc_codec();
   net::ReconnectingClient::Callbacks callbacks;
   callbacks.on_message = [this](const net::Message& reply) { on_frame(frame_of(reply)); };
-  callbacks.on_connected = [this] { send_waiting(); };
-  callbacks.on_disconnected = [this](const net::CloseReason& reason) { on_disconnected(reason); };
-  callbacks.on_connect_failed = [this](const std::string& error, std::chrono::milliseconds) { last_remote_error_ = error; };
+  callbacks.on_open = [this] { send_waiting(); };
+  callbacks.on_close = [this](const net::CloseReason& reason) { on_disconnected(reason); };
+  callbacks.on_connect_failed = [this](const std::error_code& error, std::chrono::milliseconds) {
+    last_remote_error_ = error.message();
+  };
   callbacks.on_backpressure = [this](bool congested) {
     if (!congested) send_waiting();
   };

@@ -4,6 +4,7 @@
 
 #include <volley/rpc/session_codec.hpp>
 #include <volley/wire/byte_order.hpp>
+#include <volley/wire/error.hpp>
 
 namespace volley::rpc {
 
@@ -53,7 +54,8 @@ class ServerStream final : public net::StreamHandler {
         case FrameDecoder::Status::failed:
           spdlog::warn("rpc: {}:{}: body size over the maximum, closing", c.remote_endpoint().address().to_string(),
                        c.remote_endpoint().port());
-          c.close({net::CloseReason::Kind::protocol_error, "rpc body size over the maximum"});
+          c.close({net::CloseReason::Kind::protocol_error, "rpc body size over the maximum",
+                   wire::make_error_code(wire::Errc::length_over_maximum)});
           return;
         case FrameDecoder::Status::frame:
           server_.answer(frame.sequence, frame.message_id, frame.body, reply_);
