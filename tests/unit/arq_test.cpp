@@ -7,7 +7,7 @@
 
 #include <volley/arq/receiver.hpp>
 #include <volley/arq/sender.hpp>
-#include <volley/netem/link_model.hpp>
+#include <volley/netem/virtual_network.hpp>
 #include <volley/wire/byte_order.hpp>
 #include <volley/wire/crc32c.hpp>
 
@@ -198,7 +198,7 @@ SimResult simulate(const SimOptions& o) {
   const auto fwd_imp = volley::netem::parse_impairment(o.forward, error);
   const auto back_imp = volley::netem::parse_impairment(o.backward, error);
   EXPECT_TRUE(fwd_imp && back_imp) << error;
-  volley::netem::LinkModel forward(*fwd_imp, o.seed), backward(*back_imp, o.seed * 7919 + 1);
+  volley::netem::VirtualNetwork net(*fwd_imp, *back_imp, o.seed);
 
   SenderConfig sc;
   sc.scheme = o.scheme;
@@ -215,13 +215,12 @@ SimResult simulate(const SimOptions& o) {
   ArqReceiver receiver(rc);
 
   SimResult r;
-  Nanos now{0};
   std::uint64_t next_id = 0, expected_id = 0;
-  auto to_forward = [&](std::span<const std::byte> p) { forward.submit(now, {p.begin(), p.end()}); };
-  auto to_backward = [&](std::span<const std::byte> p) { backward.submit(now, {p.begin(), p.end()}); };
+  auto to_forward = [&](std::span<const std::byte> p) { net.send_from_a(p); };
+  auto to_backward = [&](std::span<const std::byte> p) { net.send_from_b(p); };
   std::vector<std::byte> got;
-  volley::netem::Departure d;
-  while (now < o.limit) {
+  while (net.now() < o.limit) {
+    const Nanos now = net.now();
     while (next_id < o.messages) {
       const auto m = message_for(next_id);
       if (!sender.send(m)) break;
@@ -230,8 +229,8 @@ SimResult simulate(const SimOptions& o) {
     }
     if (next_id == o.messages) sender.close();
     sender.poll(now, to_forward);
-    while (forward.take_due(now, d)) receiver.on_packet(d.bytes, now, to_backward);
-    while (backward.take_due(now, d)) sender.on_packet(d.bytes, now);
+    net.deliver_to_b([&](std::span<const std::byte> p) { receiver.on_packet(p, now, to_backward); });
+    net.deliver_to_a([&](std::span<const std::byte> p) { sender.on_packet(p, now); });
     if (now >= o.read_pause_until) {
       while (receiver.receive(got)) {
         mix(r.received_hash, got);
@@ -250,18 +249,15 @@ SimResult simulate(const SimOptions& o) {
       r.error = sender.error();
       break;
     }
-    // Jump to the next thing that can happen.
-    std::optional<Nanos> next;
-    for (auto t : {forward.next_departure(), backward.next_departure(), sender.next_timeout()})
-      if (t && (!next || *t < *next)) next = t;
-    if (now < o.read_pause_until && (!next || o.read_pause_until < *next)) next = o.read_pause_until;
-    if (!next) break;  // nothing will ever happen again
-    now = std::max(now, *next);
+    // Jump to the next thing that can happen (nothing: it never will).
+    const std::optional<Nanos> read_again =
+        now < o.read_pause_until ? std::optional(o.read_pause_until) : std::nullopt;
+    if (!net.advance({sender.next_timeout(), read_again})) break;
   }
   r.delivered = expected_id;
   r.sender = sender.stats();
   r.receiver = receiver.stats();
-  r.elapsed = now;
+  r.elapsed = net.now();
   return r;
 }
 

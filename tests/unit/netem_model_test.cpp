@@ -13,6 +13,7 @@
 
 #include <volley/netem/link_model.hpp>
 #include <volley/netem/pcap_writer.hpp>
+#include <volley/netem/virtual_network.hpp>
 
 using namespace volley::netem;
 using namespace std::chrono_literals;
@@ -427,4 +428,60 @@ TEST(PcapWriter, WritesWellFormedPcapngBlocks) {
 
 TEST(PcapWriter, AFileThatCannotBeCreatedIsAClearError) {
   EXPECT_THROW(PcapWriter("/nonexistent-folder/x.pcapng"), std::runtime_error);
+}
+
+// The virtual network: a datagram takes exactly the link's delay, the clock
+// jumps to the next event (a departure or a timer the ends name), never
+// backwards, and stops when nothing is left to happen.
+TEST(VirtualNetwork, TheClockJumpsToTheNextEventAndDeliversWhatIsDue) {
+  VirtualNetwork net(parse("delay 10ms"), parse("delay 30ms"), 1);
+  const auto one = packet(100, 1), two = packet(40, 2);
+  net.send_from_a(one);
+  net.send_from_b(two);
+  EXPECT_EQ(net.wire_bytes(), 140u);
+  std::vector<std::pair<char, Nanos>> got;
+  const auto at = [&](char end) {
+    return [&got, &net, end](std::span<const std::byte>) { got.emplace_back(end, net.now()); };
+  };
+  net.deliver_to_b(at('b'));
+  net.deliver_to_a(at('a'));
+  EXPECT_TRUE(got.empty());  // nothing is due at 0
+
+  ASSERT_TRUE(net.advance({Nanos(3ms), std::nullopt}));  // a timer before either departure
+  EXPECT_EQ(net.now(), 3ms);
+  ASSERT_TRUE(net.advance({Nanos(1ms)}));  // a timer in the past: the clock stays
+  EXPECT_EQ(net.now(), 3ms);
+  ASSERT_TRUE(net.advance({}));
+  EXPECT_EQ(net.now(), 10ms);
+  net.deliver_to_b(at('b'));
+  net.deliver_to_a(at('a'));
+  ASSERT_TRUE(net.advance({}));
+  EXPECT_EQ(net.now(), 30ms);
+  net.deliver_to_b(at('b'));
+  net.deliver_to_a(at('a'));
+  EXPECT_EQ(got, (std::vector<std::pair<char, Nanos>>{{'b', 10ms}, {'a', 30ms}}));
+
+  EXPECT_FALSE(net.advance({std::nullopt}));  // nothing held, no timer: nothing will happen
+  EXPECT_EQ(net.now(), 30ms);
+  EXPECT_EQ(net.a_to_b().packets_out, 1u);
+  EXPECT_EQ(net.b_to_a().packets_out, 1u);
+}
+
+TEST(VirtualNetwork, TheTwoDirectionsDropDifferentPacketsAndTheSameSeedRepeats) {
+  const auto lost = [](std::uint64_t seed) {
+    VirtualNetwork net(parse("loss 50%"), parse("loss 50%"), seed);
+    std::vector<int> ab, ba;  // which of 64 packets each way arrived
+    for (int i = 0; i < 64; ++i) {
+      const auto p = packet(8, static_cast<std::uint64_t>(i));
+      net.send_from_a(p);
+      net.send_from_b(p);
+      net.deliver_to_b([&](std::span<const std::byte>) { ab.push_back(i); });
+      net.deliver_to_a([&](std::span<const std::byte>) { ba.push_back(i); });
+    }
+    return std::pair(ab, ba);
+  };
+  const auto first = lost(7);
+  EXPECT_NE(first.first, first.second);
+  EXPECT_EQ(first, lost(7));
+  EXPECT_NE(first, lost(8));
 }

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include <volley/netem/impairment.hpp>
+#include <volley/netem/virtual_network.hpp>
 
 namespace volley::tools {
 
@@ -41,29 +42,21 @@ ArqRunResult simulate_arq(const ArqScenario& scenario, const ArqVariant& variant
     r.error = parse_error;
     return r;
   }
-  // Seeds as the relay derives them, so the two directions differ.
-  netem::LinkModel up(*impairment, seed), down(*impairment, seed * 7919 + 1);
+  netem::VirtualNetwork net(*impairment, *impairment, seed);
   const Configs c = configs_for(variant, options);
   arq::ArqEndpoint a(c.sender, c.receiver, variant.fec), b(c.sender, c.receiver, variant.fec);
   const std::size_t size = scenario.size ? scenario.size : options.size;
   const Nanos interval = std::chrono::duration_cast<Nanos>(std::chrono::duration<double, std::milli>(scenario.interval_ms));
 
-  Nanos now{0};
   std::uint64_t sent = 0;
-  const auto to_b = [&](std::span<const std::byte> p) {
-    r.wire_bytes += p.size();
-    up.submit(now, {p.begin(), p.end()});
-  };
-  const auto to_a = [&](std::span<const std::byte> p) {
-    r.wire_bytes += p.size();
-    down.submit(now, {p.begin(), p.end()});
-  };
+  const auto to_b = [&](std::span<const std::byte> p) { net.send_from_a(p); };
+  const auto to_a = [&](std::span<const std::byte> p) { net.send_from_b(p); };
   const auto record = [&](std::span<const std::byte> m) {
     const Stamp s = read_stamp(m);
     // Exactly the sent stream: in order, once, intact.
     if (s.seq != r.records.size() || m.size() != size || !intact(m))
       r.error = "message " + std::to_string(r.records.size()) + " arrived out of order, twice or damaged";
-    r.records.push_back({s.seq, s.input_ns, now.count()});
+    r.records.push_back({s.seq, s.input_ns, net.now().count()});
   };
   const auto at_b = [&](std::span<const std::byte> m) {
     if (!scenario.echo) return record(m);
@@ -76,8 +69,8 @@ ArqRunResult simulate_arq(const ArqScenario& scenario, const ArqVariant& variant
 
   // Long enough for stop-and-wait's queue in scenario 2, bounded all the same.
   const Nanos limit = interval * static_cast<std::int64_t>(scenario.count) * 20 + std::chrono::minutes(10);
-  netem::Departure d;
-  while (now < limit && r.error.empty()) {
+  while (net.now() < limit && r.error.empty()) {
+    const Nanos now = net.now();
     while (sent < scenario.count && interval * static_cast<std::int64_t>(sent) <= now) {
       const auto m = stamped_message(sent, (interval * static_cast<std::int64_t>(sent)).count(), size);
       if (!a.send(m)) {
@@ -90,31 +83,23 @@ ArqRunResult simulate_arq(const ArqScenario& scenario, const ArqVariant& variant
     if (sent == scenario.count) a.close();
     a.poll(now, to_b);
     b.poll(now, to_a);
-    while (up.take_due(now, d)) b.on_datagram(d.bytes, now, to_a, at_b);
-    while (down.take_due(now, d)) a.on_datagram(d.bytes, now, to_b, at_a);
+    net.deliver_to_b([&](std::span<const std::byte> p) { b.on_datagram(p, now, to_a, at_b); });
+    net.deliver_to_a([&](std::span<const std::byte> p) { a.on_datagram(p, now, to_b, at_a); });
     a.poll(now, to_b);
     b.poll(now, to_a);
     if (r.records.size() == scenario.count) break;
     if (a.sender().failed()) r.error = a.sender().error().message();
     if (b.sender().failed()) r.error = b.sender().error().message();
 
-    std::optional<Nanos> next;
-    const auto consider = [&](std::optional<Nanos> t) {
-      if (t && (!next || *t < *next)) next = t;
-    };
-    consider(up.next_departure());
-    consider(down.next_departure());
-    consider(a.next_timeout());
-    consider(b.next_timeout());
-    if (sent < scenario.count) consider(interval * static_cast<std::int64_t>(sent));
-    if (!next) {
+    const std::optional<Nanos> next_send =
+        sent < scenario.count ? std::optional(interval * static_cast<std::int64_t>(sent)) : std::nullopt;
+    if (!net.advance({a.next_timeout(), b.next_timeout(), next_send})) {
       r.error = "stalled: nothing left to happen with messages undelivered";
       break;
     }
-    now = std::max(now, *next);
   }
   if (r.error.empty() && r.records.size() != scenario.count) r.error = "did not finish within the time limit";
-  r.seconds = std::chrono::duration<double>(now).count();
+  r.seconds = std::chrono::duration<double>(net.now()).count();
   r.sender = a.sender().stats();
   r.receiver = b.receiver().stats();
   if (const auto* f = a.fec_encoder()) r.fec = f->stats();
@@ -123,8 +108,9 @@ ArqRunResult simulate_arq(const ArqScenario& scenario, const ArqVariant& variant
     r.data_bytes += e->sender().stats().bytes_on_wire;
     if (const auto* f = e->fec_encoder()) r.data_bytes += f->stats().repair_bytes;
   }
-  r.up = up.counters();
-  r.down = down.counters();
+  r.wire_bytes = net.wire_bytes();
+  r.up = net.a_to_b();
+  r.down = net.b_to_a();
   return r;
 }
 
