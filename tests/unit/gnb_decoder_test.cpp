@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -28,13 +29,21 @@ struct Event {
 };
 
 // Feeds `stream` in chunks of `chunk` bytes (the last may be shorter), draining after each.
-std::vector<Event> decode_in_chunks(std::span<const std::byte> stream, std::size_t chunk) {
+// `take_frame_first`: as a session does, take_frame() before each next().
+std::vector<Event> decode_in_chunks(std::span<const std::byte> stream, std::size_t chunk, bool take_frame_first = false) {
   FrameDecoder decoder;
   std::vector<Event> events;
   std::size_t pos = 0;
   while (pos < stream.size()) {
     pos += decoder.feed(stream.subspan(pos, std::min(chunk, stream.size() - pos)));
     for (;;) {
+      if (take_frame_first) {
+        if (const auto f = decoder.take_frame()) {
+          events.push_back({DecodeStatus::frame, static_cast<std::uint16_t>(f->type), f->body.size(),
+                            f->body.empty() ? std::byte{0} : f->body[0], {}});
+          continue;
+        }
+      }
       const DecodeResult r = decoder.next();
       if (r.status == DecodeStatus::need_more) break;
       events.push_back({r.status, static_cast<std::uint16_t>(r.status == DecodeStatus::failed ? r.raw_type : static_cast<std::uint16_t>(r.frame.type)),
@@ -110,6 +119,30 @@ TEST(FrameDecoder, OneByteAtATimeAndRandomChunks) {
   ASSERT_EQ(whole.size(), 300u);
   EXPECT_EQ(decode_in_chunks(s, 1), whole);
   for (std::size_t chunk : {2u, 5u, 6u, 7u, 1000u, 4096u, 70000u}) EXPECT_EQ(decode_in_chunks(s, chunk), whole);
+}
+
+// take_frame() is next()'s fast path: it takes exactly the frames next() would
+// hand out as frames, and leaves the rest (partial, rejected, failing) to next().
+TEST(FrameDecoder, TakeFrameAgreesWithNextOnEveryKindOfFrameAndSplit) {
+  std::mt19937 rng(7);
+  std::vector<std::byte> s;
+  for (int i = 0; i < 400; ++i) {
+    const std::uint16_t types[] = {0x1001, 0x1002, 0x1003, 0x1004, 0x8001};
+    const std::uint16_t t = types[rng() % 5];
+    const std::size_t max = type_info(static_cast<MessageType>(t)).max_body;
+    const std::size_t min = type_info(static_cast<MessageType>(t)).min_body;
+    // One in eight outside its type's bounds (rejected), where the type has bounds to break.
+    std::size_t len = min + rng() % (std::min<std::size_t>(max, 3000) - min + 1);
+    if (rng() % 8 == 0 && t != 0x8001) len = rng() % 2 ? max + 1 + rng() % 10 : (min > 0 ? rng() % min : max + 1);
+    append_frame(s, t, len, static_cast<std::byte>(i));
+  }
+  append_frame(s, 0x7777, 4, std::byte{1});  // unknown: fails for good
+  const auto whole = decode_in_chunks(s, s.size());
+  ASSERT_EQ(whole.back().status, DecodeStatus::failed);
+  EXPECT_GT(std::count_if(whole.begin(), whole.end(), [](const Event& e) { return e.status == DecodeStatus::rejected; }), 10);
+  for (std::size_t chunk : {1u, 5u, 6u, 7u, 1000u, 4096u, 70000u}) {
+    EXPECT_EQ(decode_in_chunks(s, chunk, true), whole) << "chunks of " << chunk;
+  }
 }
 
 TEST(FrameDecoder, BodyUnderTheTypeMinimumIsRejectedInSync) {

@@ -13,10 +13,12 @@
 //    decoder fails for good and every later next() returns `failed`.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <system_error>
 
 #include <volley/gnb/protocol.hpp>
+#include <volley/wire/byte_order.hpp>
 #include <volley/wire/detail/stream_buffer.hpp>
 
 namespace volley::gnb {
@@ -45,6 +47,21 @@ class FrameDecoder {
   std::size_t feed(std::span<const std::byte> chunk);
 
   DecodeResult next() noexcept;
+  // next()'s common case, inline for a session's per-frame path: the frame at
+  // the head when it is whole and within its type's bounds (consumed and
+  // returned); otherwise nothing is consumed and the caller asks next(),
+  // which says what else it is (need more, rejected, failed).
+  std::optional<Frame> take_frame() noexcept {
+    const std::span<const std::byte> in = buffer_.readable();
+    if (in.size() < kHeaderSize || failed()) return std::nullopt;
+    const auto index = type_index(wire::load_u16_be(in.data()));
+    const std::uint32_t length = wire::load_u32_be(in.data() + 2);
+    if (!index || length > in.size() - kHeaderSize || length > kTypes[*index].max_body ||
+        length < kTypes[*index].min_body)
+      return std::nullopt;
+    buffer_.consume(kHeaderSize + length);
+    return Frame{kTypes[*index].type, in.subspan(kHeaderSize, length)};
+  }
   // If the next frame is a complete keepalive (kKeepaliveSize zero bytes),
   // consumes it and returns true. Call before next(), which would call it unknown.
   // Inline: it runs before every frame of a session, and almost every frame

@@ -21,6 +21,14 @@ class GnbCodec final : public net::SessionCodec {
   net::Inbound next() override {
     if (decoder_.take_keepalive()) return {net::Inbound::Kind::heartbeat, {}, {}};
     const std::span<const std::byte> before = decoder_.readable();
+    // The message is the whole frame, header included, as the sender gave it,
+    // with the type and body the decoder read. (no_error_ is copied: a
+    // default-constructed error_code calls into the library for its category,
+    // once per frame.)
+    if (const std::optional<Frame> frame = decoder_.take_frame())
+      return {net::Inbound::Kind::message,
+              {.bytes = before.first(frame->wire_size()), .id = static_cast<std::uint16_t>(frame->type), .body = frame->body},
+              no_error_};
     const DecodeResult r = decoder_.next();
     switch (r.status) {
       case DecodeStatus::need_more: return {};
@@ -28,12 +36,8 @@ class GnbCodec final : public net::SessionCodec {
         return {net::Inbound::Kind::failed, {.bytes = before.first(std::min(before.size(), kHeaderSize))}, r.error};
       case DecodeStatus::rejected:
         return {net::Inbound::Kind::rejected, {.bytes = before.first(r.frame.wire_size())}, r.error};
-      case DecodeStatus::frame: break;
+      case DecodeStatus::frame: break;  // take_frame() would have taken it
     }
-    // The message is the whole frame, header included, as the sender gave it,
-    // with the type and body the decoder read. (no_error_ is copied: a
-    // default-constructed error_code calls into the library for its category,
-    // once per frame.)
     return {net::Inbound::Kind::message,
             {.bytes = before.first(r.frame.wire_size()), .id = static_cast<std::uint16_t>(r.frame.type), .body = r.frame.body},
             no_error_};
