@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""The gNB receiver's CPU per byte: the gNB target against the raw sink.
+"""The gNB receiver's CPU per byte: the gNB target against the raw sinks.
 
 The target (variant handler, 2 threads) on CPU 1 with the generator on CPU 0,
-then the raw sink on CPU 1 with the raw sender on CPU 0, interleaved, the
+then the raw sink on CPU 1 with the raw sender on CPU 0, twice: reading only,
+and checking every frame's header and counting it per type as the target
+does (`raw_sink PORT N check`: the same work, hand-written). Interleaved, the
 1200-byte mix. The receiver's user and system time come from wait4's
 resource usage. Prints one line per run (docs/BENCHMARKS.md, "Where the gNB
 target's CPU goes"). Usage: bench/gnb_cpu.py [BINDIR] [--connections N]
@@ -46,8 +48,9 @@ def volley_run(bindir, seconds, connections):
     return json.loads(gen.stdout)["bytes"], user, system
 
 
-def raw_run(bindir, seconds, connections, port):
-    sink = subprocess.Popen(["taskset", "-c", "1", f"{bindir}/raw_sink", str(port), str(connections)],
+def raw_run(bindir, seconds, connections, port, check=False):
+    sink = subprocess.Popen(["taskset", "-c", "1", f"{bindir}/raw_sink", str(port), str(connections)] +
+                            (["check"] if check else []),
                             stdout=subprocess.PIPE, text=True)
     time.sleep(0.2)
     subprocess.run(["taskset", "-c", "0", f"{bindir}/raw_sender", str(port), str(seconds), str(connections)] + MIX,
@@ -68,10 +71,13 @@ def main():
     for _ in range(args.runs):
         vb, vu, vs = volley_run(args.bindir, args.seconds, args.connections)
         rb, ru, rs = raw_run(args.bindir, args.seconds, args.connections, args.port)
+        cb, cu, cs = raw_run(args.bindir, args.seconds, args.connections, args.port, check=True)
         print(f"volley {vb / 1e6 / args.seconds:6.0f} MB/s, {(vu + vs) * 1e9 / vb:.3f} ns/byte (user {vu * 1e9 / vb:.3f}, "
               f"system {vs * 1e9 / vb:.3f}) | raw {rb / 1e6 / args.seconds:6.0f} MB/s, {(ru + rs) * 1e9 / rb:.3f} ns/byte "
-              f"(user {ru * 1e9 / rb:.3f}, system {rs * 1e9 / rb:.3f}) | bytes ratio {vb / rb:.2f}, "
-              f"CPU per byte ratio {(vu + vs) * rb / ((ru + rs) * vb):.2f}", flush=True)
+              f"(user {ru * 1e9 / rb:.3f}, system {rs * 1e9 / rb:.3f}) | raw checking {cb / 1e6 / args.seconds:6.0f} MB/s, "
+              f"{(cu + cs) * 1e9 / cb:.3f} ns/byte (user {cu * 1e9 / cb:.3f}, system {cs * 1e9 / cb:.3f}) | "
+              f"CPU per byte: volley / raw {(vu + vs) * rb / ((ru + rs) * vb):.2f}, "
+              f"volley / raw checking {(vu + vs) * cb / ((cu + cs) * vb):.2f}", flush=True)
 
 
 if __name__ == "__main__":
