@@ -27,6 +27,8 @@ GenConnection::GenConnection(const GenConfig& config, std::size_t index, asio::i
   }
   results_.frames_per_spec.assign(config.specs.size(), 0);
   results_.bytes_per_spec.assign(config.specs.size(), 0);
+  frames_per_cycle_.assign(config.specs.size(), 0);
+  for (const std::size_t spec : config.order) ++frames_per_cycle_[spec];
 }
 
 std::int64_t GenConnection::now_ns() {
@@ -129,18 +131,31 @@ void GenConnection::on_written(std::size_t bytes) {
     const InFlight done = in_flight_.front();
     in_flight_.pop_front();
     bytes -= std::min(bytes, done.bytes);
-    const std::size_t cycle = config_.order.size();
-    for (std::uint64_t m = done.first_message; m < done.first_message + done.messages; ++m) {
-      const std::size_t spec = config_.order[m % cycle];
-      results_.frames_per_spec[spec] += 1;
-      results_.bytes_per_spec[spec] += gnb::kHeaderSize + config_.specs[spec].size;
-    }
+    count_sent(done.first_message, done.messages);
     frames_sent_.add(done.messages);
     bytes_sent_.add(done.bytes);
     results_.send_time = std::chrono::steady_clock::now() - started_;
     if (done.block >= 0 && !stopping_) send_block(done.block);
   }
   finish_if_drained();
+}
+
+void GenConnection::count_sent(std::uint64_t first, std::uint64_t count) {
+  // Any run of whole cycles holds each spec as often as one cycle does, times
+  // the cycles (a full-speed block is whole cycles): only the rest is walked.
+  const std::size_t cycle = config_.order.size();
+  const std::uint64_t cycles = count / cycle;
+  if (cycles > 0) {
+    for (std::size_t spec = 0; spec < frames_per_cycle_.size(); ++spec) {
+      results_.frames_per_spec[spec] += cycles * frames_per_cycle_[spec];
+      results_.bytes_per_spec[spec] += cycles * frames_per_cycle_[spec] * (gnb::kHeaderSize + config_.specs[spec].size);
+    }
+  }
+  for (std::uint64_t m = first + cycles * cycle; m < first + count; ++m) {
+    const std::size_t spec = config_.order[m % cycle];
+    results_.frames_per_spec[spec] += 1;
+    results_.bytes_per_spec[spec] += gnb::kHeaderSize + config_.specs[spec].size;
+  }
 }
 
 void GenConnection::stop() {

@@ -89,6 +89,8 @@ class GenConnection {
   void send_paced();
   void arm_pacer();
   void stamp(std::byte* body, std::size_t size, std::int64_t now_ns);
+  // Adds messages first..first+count-1 of the order to the per-spec results.
+  void count_sent(std::uint64_t first, std::uint64_t count);
   void finish_if_drained();
   static std::int64_t now_ns();
 
@@ -105,6 +107,7 @@ class GenConnection {
   std::deque<InFlight> in_flight_;
   std::uint64_t next_message_ = 0;  // messages handed to the connection
   std::uint32_t next_transaction_ = 1;
+  std::vector<std::uint64_t> frames_per_cycle_;  // per spec, in one cycle of the order
   std::vector<Outstanding> outstanding_;
   std::chrono::steady_clock::time_point started_;
   bool stopping_ = false;
