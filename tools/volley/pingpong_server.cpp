@@ -250,22 +250,15 @@ int run_server(const ServerOptions& o) {
                              {"protocol_errors", sum.stats.protocol_errors},
                              {"high_water_events", sum.stats.high_water_events},
                              {"unsent_bytes", sum.unsent_bytes},
-                             {"closes", closes},
-                             {"refused_connections", server.refused_connections()},
-                             {"over_limit_connections", server.over_limit_connections()},
-                             {"handshake_failures", server.handshake_failures()},
-                             {"aborted_at_shutdown", server.aborted_at_shutdown()},
-                             {"websocket_floods", o.ws.stats->floods.load()}};
+                             {"closes", closes}};
+  add_server_counters(report, server, o.ws.stats->floods.load());
   if (o.json) {
     tools::print("{}\n", to_json_text(report));
   } else {
     tools::print("sessions {}, messages in {} out {}, heartbeats in {} out {}, protocol errors {}, high-water events {}\n",
                sum.opened, sum.stats.messages_in, sum.stats.messages_out, sum.stats.heartbeats_in,
                sum.stats.heartbeats_out, sum.stats.protocol_errors, sum.stats.high_water_events);
-    tools::print("connections refused while out of descriptors {}, over --max-connections {}, handshakes failed (TLS, "
-               "WebSocket upgrade) {}, WebSocket floods {}, aborted at the shutdown deadline {}\n",
-               server.refused_connections(), server.over_limit_connections(), server.handshake_failures(),
-               o.ws.stats->floods.load(), server.aborted_at_shutdown());
+    tools::print("{}\n", server_counters_text(server, o.ws.stats->floods.load()));
   }
   return 0;
 }

@@ -141,31 +141,24 @@ int run_server(const RpcOptions& o) {
   for (std::size_t k = 0; k < net::CloseReason::kKinds; ++k)
     closes[net::to_string(static_cast<net::CloseReason::Kind>(k))] = sum.closes[k];
   if (o.json) {
-    tools::print("{}\n", to_json_text(boost::json::object{
-                           {"tool", "volley rpc-server"},
-                           {"calls", served.load()},
-                           {"sessions", sum.sessions},
-                           {"requests", sum.requests},
-                           {"error_replies", sum.error_replies},
-                           {"protocol_errors", sum.traffic.protocol_errors},
-                           {"heartbeats_in", sum.traffic.heartbeats_in},
-                           {"heartbeats_out", sum.traffic.heartbeats_out},
-                           {"high_water_events", sum.traffic.high_water_events},
-                           {"closes", closes},
-                           {"refused_connections", server.refused_connections()},
-                           {"over_limit_connections", server.over_limit_connections()},
-                           {"handshake_failures", server.handshake_failures()},
-                           {"aborted_at_shutdown", server.aborted_at_shutdown()},
-                           {"websocket_floods", o.ws.stats->floods.load()}}));
+    boost::json::object report{{"tool", "volley rpc-server"},
+                               {"calls", served.load()},
+                               {"sessions", sum.sessions},
+                               {"requests", sum.requests},
+                               {"error_replies", sum.error_replies},
+                               {"protocol_errors", sum.traffic.protocol_errors},
+                               {"heartbeats_in", sum.traffic.heartbeats_in},
+                               {"heartbeats_out", sum.traffic.heartbeats_out},
+                               {"high_water_events", sum.traffic.high_water_events},
+                               {"closes", closes}};
+    add_server_counters(report, server, o.ws.stats->floods.load());
+    tools::print("{}\n", to_json_text(report));
   } else {
     tools::print("volley rpc-server: {} calls answered; {} sessions, {} requests, {} error replies, {} protocol errors, "
                "{} closed silent (heartbeat timeout)\n",
                served.load(), sum.sessions, sum.requests, sum.error_replies, sum.traffic.protocol_errors,
                sum.closes[static_cast<std::size_t>(net::CloseReason::Kind::heartbeat_timeout)]);
-    tools::print("connections refused while out of descriptors {}, over --max-connections {}, handshakes failed (TLS, "
-               "WebSocket upgrade) {}, WebSocket floods {}, aborted at the shutdown deadline {}\n",
-               server.refused_connections(), server.over_limit_connections(), server.handshake_failures(),
-               o.ws.stats->floods.load(), server.aborted_at_shutdown());
+    tools::print("{}\n", server_counters_text(server, o.ws.stats->floods.load()));
   }
   return 0;
 }

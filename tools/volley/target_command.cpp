@@ -174,18 +174,11 @@ int run_target(const TargetOptions& o) {
     report["uptime_s"] = seconds;
     report["cpu_s"] = cpu_seconds;
     report["cpu_ns_per_frame"] = cpu_ns_per_frame(cpu_seconds, totals);
-    report["refused_connections"] = server.refused_connections();
-    report["over_limit_connections"] = server.over_limit_connections();
-    report["handshake_failures"] = server.handshake_failures();
-    report["aborted_at_shutdown"] = server.aborted_at_shutdown();
-    report["websocket_floods"] = o.ws.stats->floods.load();
+    add_server_counters(report, server, o.ws.stats->floods.load());
     tools::print("{}\n", to_json_text(report));
   } else {
     print_text_report(o, totals, seconds, cpu_seconds);
-    tools::print("  connections refused while out of descriptors: {}; over --max-connections: {}; handshakes "
-               "failed (TLS, WebSocket upgrade): {}; WebSocket floods: {}; aborted at the shutdown deadline: {}\n",
-               server.refused_connections(), server.over_limit_connections(), server.handshake_failures(),
-               o.ws.stats->floods.load(), server.aborted_at_shutdown());
+    tools::print("  {}\n", server_counters_text(server, o.ws.stats->floods.load()));
   }
   return 0;
 }
