@@ -121,6 +121,10 @@ INSTANTIATE_TEST_SUITE_P(
              "8001:65536:10", "-m", "8001:0:10", "--random-payload", "-c", "3"},
             "ack-checksum"},
         Mix{"paced_three_connections", {"-m", "1001:32:50", "-m", "8001:100:50", "-c", "3", "--rate", "3000"}, "ack"},
+        // Paced batches are copies: each checksum is of the body as it was sent.
+        Mix{"paced_checksummed",
+            {"-m", "1001:32:30", "-m", "1001:64:20", "-m", "8001:100:50", "-c", "2", "--rate", "3000", "--random-payload"},
+            "ack-checksum"},
         // The thread-pool design: four connections' frames counted from both threads.
         Mix{"thread_pool_four_connections",
             {"-m", "1001:64:25", "-m", "1002:16:25", "-m", "8001:1200:50", "-c", "4"},

@@ -58,11 +58,17 @@ void GenConnection::on_opened() {
   }
 }
 
-void GenConnection::stamp(std::byte* body, std::size_t size, std::int64_t now) {
+void GenConnection::stamp(std::byte* body, const std::byte* stable_body, std::size_t size, std::int64_t now) {
   const std::uint32_t id = next_transaction_++;
   wire::store_u32_be(body, id);
   // An entry still unanswered 65536 ids later is overwritten; its late reply counts as unmatched.
-  outstanding_[id % kOutstanding] = {id, false, now, wire::crc32c({body, size})};
+  outstanding_[id % kOutstanding] = {id, false, now, stable_body, size};
+}
+
+std::uint32_t GenConnection::checksum_of(const Outstanding& o) {
+  std::array<std::byte, 4> id;
+  wire::store_u32_be(id.data(), o.transaction_id);
+  return wire::crc32c({o.body + id.size(), o.body_size - id.size()}, wire::crc32c(id));
 }
 
 bool GenConnection::send_framed(std::span<const std::byte> frames, std::size_t messages, net::Session::Buffer buffer) {
@@ -75,7 +81,10 @@ bool GenConnection::send_framed(std::span<const std::byte> frames, std::size_t m
 void GenConnection::send_block(int index) {
   FrameBlock& block = blocks_[index];
   const std::int64_t now = now_ns();
-  for (const auto& c : block.controls) stamp(block.bytes.data() + c.body_offset, c.body_size, now);
+  for (const auto& c : block.controls) {
+    std::byte* body = block.bytes.data() + c.body_offset;
+    stamp(body, body, c.body_size, now);
+  }
   // Recorded first: the connection may write at once and report it from inside the send.
   in_flight_.push_back({block.bytes.size(), next_message_, block.frames.size(), index});
   next_message_ += block.frames.size();
@@ -101,7 +110,9 @@ void GenConnection::send_paced() {
       const std::size_t at = staging_.size();
       staging_.insert(staging_.end(), cycle_.bytes.begin() + static_cast<std::ptrdiff_t>(f.offset),
                       cycle_.bytes.begin() + static_cast<std::ptrdiff_t>(f.offset + f.size));
-      if (f.control >= 0) stamp(staging_.data() + at + gnb::kHeaderSize, f.size - gnb::kHeaderSize, now);
+      if (f.control >= 0)
+        stamp(staging_.data() + at + gnb::kHeaderSize, cycle_.bytes.data() + f.offset + gnb::kHeaderSize,
+              f.size - gnb::kHeaderSize, now);
     }
     in_flight_.push_back({staging_.size(), next_message_, due, -1});
     next_message_ += due;
@@ -193,7 +204,7 @@ void GenConnection::on_reply(const gnb::Frame& frame) {
                                 },
                                 [&](const gnb::AckChecksumView& v) {
                                   results_.ack_checksums += 1;
-                                  if (const Outstanding* o = match(v.transaction_id); o && o->crc != v.checksum)
+                                  if (const Outstanding* o = match(v.transaction_id); o && checksum_of(*o) != v.checksum)
                                     results_.checksum_mismatches += 1;
                                 },
                                 [&](const gnb::NackView& v) {

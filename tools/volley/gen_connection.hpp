@@ -79,7 +79,10 @@ class GenConnection {
     std::uint32_t transaction_id = 0;
     bool answered = true;
     std::int64_t sent_ns = 0;
-    std::uint32_t crc = 0;
+    // The body as sent but for its id: a block's bytes, which later stamps
+    // change only in the id. Its checksum is computed when a reply asks.
+    const std::byte* body = nullptr;
+    std::size_t body_size = 0;
   };
   static constexpr std::size_t kOutstanding = 1 << 16;
 
@@ -88,7 +91,12 @@ class GenConnection {
   void send_block(int index);
   void send_paced();
   void arm_pacer();
-  void stamp(std::byte* body, std::size_t size, std::int64_t now_ns);
+  // Writes the next transaction id into `body`; `stable_body` holds the same
+  // body for as long as a reply may come (the block itself, or the cycle a
+  // paced batch was copied from).
+  void stamp(std::byte* body, const std::byte* stable_body, std::size_t size, std::int64_t now_ns);
+  // The CRC-32C of the body `o` was sent with, its id included.
+  static std::uint32_t checksum_of(const Outstanding& o);
   // Adds messages first..first+count-1 of the order to the per-spec results.
   void count_sent(std::uint64_t first, std::uint64_t count);
   void finish_if_drained();
