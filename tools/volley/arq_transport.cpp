@@ -12,7 +12,7 @@
 #include <volley/wire/byte_order.hpp>
 #include <volley/wire/error.hpp>
 
-#include "volley/net/close_without_cancel.hpp"
+#include <volley/net/close_without_cancel.hpp>
 
 namespace volley::tools {
 
@@ -165,8 +165,8 @@ class TcpTransport final : public MessageTransport {
   void stop() override {
     // What completes after this (an accept, read or write woken by the close) is ignored.
     stopped_ = true;
-    if (acceptor_) net::detail::close_without_cancel(*acceptor_);
-    net::detail::close_without_cancel(socket_);
+    if (acceptor_) net::close_without_cancel(*acceptor_);
+    net::close_without_cancel(socket_);
   }
   std::string error() const override { return error_ ? error_.message() : "closed"; }
   std::uint64_t datagrams_heard() const override { return 0; }
@@ -228,7 +228,7 @@ class TcpTransport final : public MessageTransport {
       const std::uint32_t n = wire::load_u32_be(length_.data());
       if (n > kMaxMessageSize) {
         fail(wire::make_error_code(wire::Errc::length_over_maximum));  // the connection closes
-        net::detail::close_without_cancel(socket_);  // a write may be in flight: it fails, and error_ is set
+        net::close_without_cancel(socket_);  // a write may be in flight: it fails, and error_ is set
         return;
       }
       frame_.resize(n);

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "echo_client_core.hpp"
-#include "volley/net/close_without_cancel.hpp"
+#include <volley/net/close_without_cancel.hpp>
 
 namespace volley::tools {
 
@@ -39,7 +39,7 @@ class StreamEchoClient : public std::enable_shared_from_this<StreamEchoClient<St
     timer_.async_wait([self](const boost::system::error_code& ec) {
       if (ec || self->established_) return;
       self->timed_out_ = true;
-      net::detail::close_without_cancel(self->tcp_socket());  // the connect or handshake fails
+      net::close_without_cancel(self->tcp_socket());  // the connect or handshake fails
     });
     socket().async_connect(server, [self, host_name](const boost::system::error_code& ec) {
       if (ec) return self->fail(self->timed_out_ ? "connect timed out" : "connect: " + ec.message());
@@ -131,7 +131,7 @@ class StreamEchoClient : public std::enable_shared_from_this<StreamEchoClient<St
   void finish() {
     boost::system::error_code ignored;
     socket().shutdown(boost::asio::socket_base::shutdown_both, ignored);
-    net::detail::close_without_cancel(tcp_socket());  // a read may be in flight
+    net::close_without_cancel(tcp_socket());  // a read may be in flight
     counters_.finished = EchoRun::Clock::now();
     if (done_) std::exchange(done_, nullptr)();
   }

@@ -17,7 +17,7 @@
 #include <volley/arq/error.hpp>
 #include <volley/net/udp_drops.hpp>
 
-#include "volley/net/close_without_cancel.hpp"
+#include <volley/net/close_without_cancel.hpp>
 
 namespace volley::arq {
 
@@ -266,7 +266,7 @@ struct SctpChannel::State {
 
   // Waits for the socket to be readable, then reads what is there without
   // blocking. A wait, not a pending receive, because stop() ends it with a
-  // shutdown (no cancel: net::detail::close_without_cancel): a shut-down
+  // shutdown (no cancel: net::close_without_cancel): a shut-down
   // unconnected UDP socket reports itself readable but has nothing to read, so
   // a receive would never complete, and on Asio's io_uring backend would poll
   // again at once, forever.
@@ -410,7 +410,7 @@ void SctpChannel::stop() {
   kernel_drops();  // the last count, before the socket goes
   s.stopped = true;
   s.timer.cancel();
-  net::detail::close_without_cancel(s.socket);  // the receive in flight ends and sees `stopped`
+  net::close_without_cancel(s.socket);  // the receive in flight ends and sees `stopped`
   if (s.association != nullptr) usrsctp_close(s.association);
   if (s.listener != nullptr) usrsctp_close(s.listener);
   s.association = s.listener = nullptr;

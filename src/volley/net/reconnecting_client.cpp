@@ -2,7 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include "close_without_cancel.hpp"
+#include <volley/net/close_without_cancel.hpp>
 
 namespace volley::net {
 
@@ -24,7 +24,7 @@ ReconnectingClient::~ReconnectingClient() {
   alive_.reset();
   callbacks_ = {};
   stopping_ = true;
-  if (socket_) detail::close_without_cancel(*socket_);  // a connect in flight
+  if (socket_) close_without_cancel(*socket_);  // a connect in flight
   if (connection_) connection_->abort({CloseReason::Kind::local_close, "client destroyed"});
 }
 
@@ -50,7 +50,7 @@ void ReconnectingClient::connect() {
   connect_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
     if (ec || alive.expired() || !socket_) return;
     connect_timed_out_ = true;
-    detail::close_without_cancel(*socket_);  // completes the connect with an error
+    close_without_cancel(*socket_);  // completes the connect with an error
   });
   socket_->async_connect(endpoint_, [this, alive](const boost::system::error_code& ec) {
     if (alive.expired()) return;
@@ -135,7 +135,7 @@ void ReconnectingClient::stop() {
   stopping_ = true;
   retry_timer_.cancel();
   connect_timer_.cancel();
-  if (socket_) detail::close_without_cancel(*socket_);
+  if (socket_) close_without_cancel(*socket_);
   drain_outbox();  // what an open connection can still take
   stats_.outbox_dropped += outbox_.size();
   outbox_.clear();

@@ -4,7 +4,7 @@
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
-#include "close_without_cancel.hpp"
+#include <volley/net/close_without_cancel.hpp>
 #include "connection_input.hpp"
 
 namespace volley::net {
@@ -449,7 +449,7 @@ void TcpConnection::finish(CloseReason reason) {
   slow_timer_.cancel();
   idle_timer_.cancel();
   input_->stop();  // before the close: an io_uring receive holds the socket open until cancelled
-  detail::close_without_cancel(socket_);  // on io_uring, a close that cancels nothing
+  close_without_cancel(socket_);  // on io_uring, a close that cancels nothing
   reason.unsent_bytes = queue_.queued_bytes();
   queue_.clear();
   handler_->on_close(*this, reason);

@@ -10,7 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
-#include "close_without_cancel.hpp"
+#include <volley/net/close_without_cancel.hpp>
 
 namespace volley::net {
 
@@ -42,7 +42,7 @@ TcpServer::~TcpServer() {
   // while Asio's services are alive; Asio's own close would free its object
   // with the accept still queued, to be destroyed after the socket service it
   // refers to.
-  detail::close_without_cancel(acceptor_);
+  close_without_cancel(acceptor_);
 }
 
 void TcpServer::start() { do_accept(); }
@@ -148,7 +148,7 @@ std::vector<std::shared_ptr<TcpConnection>> TcpServer::live_on(std::size_t worke
 
 void TcpServer::shutdown(std::chrono::milliseconds deadline) {
   accept_pause_.cancel();
-  detail::close_without_cancel(acceptor_);
+  close_without_cancel(acceptor_);
   for (std::size_t w = 0; w < workers_.size(); ++w) {
     asio::post(workers_.slot_executor(w), [this, w, deadline] {
       // Each connection is closed on its own executor (at once on a loop of its slot).

@@ -10,7 +10,7 @@
 
 #include <volley/net/udp_drops.hpp>
 
-#include "close_without_cancel.hpp"
+#include <volley/net/close_without_cancel.hpp>
 
 namespace volley::net {
 
@@ -103,7 +103,7 @@ void UdpEndpoint::apply(const UdpEndpointOptions& options) {
 UdpEndpoint::~UdpEndpoint() {
   if (!stopped_) flush();  // what was queued is sent, as a closing socket would send it
   self_.reset();  // waits and posted flushes that are still to run find nothing
-  detail::close_without_cancel(socket_);
+  close_without_cancel(socket_);
 }
 
 void UdpEndpoint::connect(const Endpoint& peer, std::error_code& ec) {
@@ -138,7 +138,7 @@ void UdpEndpoint::stop(const UdpDropTable& drops) {
 void UdpEndpoint::close_after_flush() {
   flush();
   stopped_ = true;
-  detail::close_without_cancel(socket_);
+  close_without_cancel(socket_);
 }
 
 std::uint64_t UdpEndpoint::kernel_drops() {

@@ -13,6 +13,9 @@
 // unconnected UDP socket: the shutdown makes it readable with nothing to read,
 // so the receive never completes (on io_uring it polls again at once, for
 // ever). Such a socket waits for readiness and reads without blocking.
+//
+// Volley's own sockets close this way; a socket of your own that may close
+// with an operation in flight, in an io_uring build, should too.
 #include <sys/socket.h>
 
 #include <memory>
@@ -20,7 +23,7 @@
 
 #include <boost/system/error_code.hpp>
 
-namespace volley::net::detail {
+namespace volley::net {
 
 // A socket or acceptor: closed (or, on io_uring, closing) and not open after this.
 template <class Socket>
@@ -36,4 +39,4 @@ void close_without_cancel(Socket& socket) {
 #endif
 }
 
-}  // namespace volley::net::detail
+}  // namespace volley::net
