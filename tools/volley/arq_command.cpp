@@ -129,7 +129,7 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
     const DeliveryRecord r{s.seq, s.input_ns, arq::ArqChannel::now().count()};
     delays.record(r);
     if (csv.is_open()) write_csv_row(csv, r);
-    if (o.echo && !transport->send(m) && error.empty()) error = "echo refused: " + transport->error();
+    if (o.echo && !transport->channel().send(m) && error.empty()) error = "echo refused: " + transport->refusal();
   };
   try {
     transport = listen_transport(executor, o, *listen, record);
@@ -161,7 +161,7 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
     linger.expires_after(kLingerStep);
     linger.async_wait(linger_step);
   };
-  transport->on_peer_finished([&](const std::error_code& e) {
+  transport->channel().on_peer_finished([&](const std::error_code& e) {
     if (e && error.empty()) error = e.message();
     // The sender ends its stream only after every echo came back, so nothing
     // of ours is in flight. Keep answering while the peer still sends: our
@@ -177,7 +177,7 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
     metrics.stop();
     asio::dispatch(executor, [&] {
       linger.cancel();
-      transport->stop();
+      transport->channel().stop();
     });
   });
   // Announced once the signal wait is in place, as every server program does.
@@ -233,11 +233,11 @@ int run_send(const ArqOptions& o) {
   const auto finish = [&] {
     if (closing) return;
     closing = true;
-    transport->close([&](const std::error_code& e) {
+    transport->channel().close([&](const std::error_code& e) {
       if (e && error.empty()) error = e.message();
       closed = true;
       drain.cancel();
-      transport->stop();
+      transport->channel().stop();
     });
   };
   const auto on_echo = [&](std::span<const std::byte> m) {
@@ -257,14 +257,14 @@ int run_send(const ArqOptions& o) {
       drain.async_wait([&](const boost::system::error_code& ec) {
         if (ec) return;
         if (error.empty()) error = fmt::format("not finished {} s after the last message", o.drain_timeout_s);
-        transport->stop();
+        transport->channel().stop();
       });
       return;
     }
     const auto m = stamped_message(next, arq::ArqChannel::now().count(), o.size);
-    if (!transport->send(m)) {
-      error = transport->error();
-      transport->stop();
+    if (!transport->channel().send(m)) {
+      error = transport->refusal();
+      transport->channel().stop();
       return;
     }
     payload_bytes += m.size();
@@ -281,10 +281,10 @@ int run_send(const ArqOptions& o) {
     return 1;
   }
   // Pacing starts once the transport is up: SCTP's association setup is not a message's delay.
-  transport->on_ready([&](const std::error_code& e) {
+  transport->channel().on_ready([&](const std::error_code& e) {
     if (e) {
       error = e.message();
-      transport->stop();
+      transport->channel().stop();
       return;
     }
     start = std::chrono::steady_clock::now();

@@ -1,15 +1,21 @@
 #pragma once
-// The three ways the ARQ tools carry their messages behind one interface: an
-// ARQ channel over UDP (with FEC if asked), an SCTP association over UDP, and
-// TCP (length-prefixed), so arq-send and arq-recv are written once.
-#include <functional>
+// The channel arq-send and arq-recv carry their messages over, picked by
+// --protocol: the library's ARQ channel over UDP (with FEC if asked), its SCTP
+// association over UDP, or its length-prefixed TCP channel. All three are a
+// net::MessageChannel, so the commands are written once; what is left here is
+// making the one asked for and reporting its own counters.
+#include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
+#include <variant>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/json/object.hpp>
+
+#include <volley/arq/sctp_channel.hpp>
+#include <volley/arq/udp_channel.hpp>
+#include <volley/net/tcp_message_channel.hpp>
 
 #include "arq_commands.hpp"
 
@@ -17,40 +23,36 @@ namespace volley::tools {
 
 class MessageTransport {
  public:
-  using MessageHandler = std::function<void(std::span<const std::byte> message)>;
-  using Done = std::function<void(const std::error_code& error)>;  // no error: success
+  using Channel = std::variant<std::unique_ptr<arq::ArqChannel>, std::unique_ptr<arq::SctpChannel>,
+                               std::unique_ptr<net::TcpMessageChannel>>;
+  MessageTransport(Channel channel, const boost::asio::ip::udp::endpoint& local);
 
-  virtual ~MessageTransport() = default;
-  // False when refused; error() says why.
-  virtual bool send(std::span<const std::byte> message) = 0;
-  // Runs `done` once everything sent arrived and the peer confirmed the end (or with the failure).
-  virtual void close(Done done) = 0;
-  // Runs `done` once the peer ended its stream.
-  virtual void on_peer_finished(Done done) = 0;
-  virtual void stop() = 0;
-  // Runs `ready` once the transport can carry messages (an SCTP association
-  // is set up first, as a TCP connection is before connect_transport returns).
-  virtual void on_ready(Done ready) { ready({}); }
-  // Why send() refused, for a report.
-  virtual std::string error() const = 0;
-  virtual std::string protocol() const = 0;  // for the listening line: udp or tcp
-  virtual boost::asio::ip::udp::endpoint local_endpoint() const = 0;
+  net::MessageChannel& channel() const;
+  // Why the channel refused a message, for a report.
+  std::string refusal() const;
+  std::string protocol() const;  // for the listening line: udp or tcp
+  // Where the channel was made: for the listening line.
+  const boost::asio::ip::udp::endpoint& local_endpoint() const { return local_; }
   // Datagrams heard from the peer so far, any kind (0 for TCP, whose close is
   // confirmed by the kernel): the receiver lingers until this stops moving.
-  virtual std::uint64_t datagrams_heard() const = 0;
-  // The transport's own counters for the report.
-  virtual boost::json::object report() const = 0;
+  std::uint64_t datagrams_heard() const;
+  // The channel's own counters for the report.
+  boost::json::object report() const;
+
+ private:
+  Channel channel_;
+  boost::asio::ip::udp::endpoint local_;
 };
 
-// The sending side connects to `to`; the receiving side listens on `at`.
-// Throws on a socket error.
+// The sending side connects to `to`; the receiving side listens on `at`. The
+// channel is started. Throws on a socket error.
 std::unique_ptr<MessageTransport> connect_transport(const boost::asio::any_io_executor& executor,
                                                     const ArqOptions& options,
                                                     const boost::asio::ip::udp::endpoint& to,
-                                                    MessageTransport::MessageHandler on_message);
+                                                    net::MessageChannel::MessageHandler on_message);
 std::unique_ptr<MessageTransport> listen_transport(const boost::asio::any_io_executor& executor,
                                                    const ArqOptions& options,
                                                    const boost::asio::ip::udp::endpoint& at,
-                                                   MessageTransport::MessageHandler on_message);
+                                                   net::MessageChannel::MessageHandler on_message);
 
 }  // namespace volley::tools

@@ -19,6 +19,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 
+#include <volley/net/message_channel.hpp>
+
 namespace volley::arq {
 
 struct SctpStats {
@@ -34,11 +36,9 @@ struct SctpStats {
   std::uint64_t shutdown_aborts = 0;
 };
 
-class SctpChannel {
+// A net::MessageChannel: its errors are arq::Errc, or an errno in std::system_category.
+class SctpChannel final : public net::MessageChannel {
  public:
-  using MessageHandler = std::function<void(std::span<const std::byte> message)>;
-  // No error: success; else why (arq::Errc, or an errno in std::system_category).
-  using Done = std::function<void(const std::error_code& error)>;
 
   // `peer` set: connects to it; unset: listens, and the source of the first
   // datagram becomes the peer. `socket` must have been made on `executor` (a
@@ -49,29 +49,29 @@ class SctpChannel {
   SctpChannel(boost::asio::io_context& loop, boost::asio::ip::udp::socket socket,
               std::optional<boost::asio::ip::udp::endpoint> peer, MessageHandler on_message)
       : SctpChannel(loop.get_executor(), std::move(socket), peer, std::move(on_message)) {}
-  ~SctpChannel();
+  ~SctpChannel() override;
   SctpChannel(const SctpChannel&) = delete;
   SctpChannel& operator=(const SctpChannel&) = delete;
 
-  void start();
+  void start() override;
   // Calls `ready` once the association is up (at once if it is), or with the
   // reason it could not be set up.
-  void on_connected(Done ready);
+  void on_ready(Done ready) override;
   // Queues a message (kept until the association is up); false once the
   // association failed or the channel is closing (see error()).
-  bool send(std::span<const std::byte> message);
+  bool send(std::span<const std::byte> message) override;
   // Graceful close: once every message was acknowledged the association shuts
   // down; `done` runs then, or with the reason when it was lost.
-  void close(Done done);
+  void close(Done done) override;
   // Calls `done` once the peer shut its side down (everything it sent arrived).
-  void on_peer_finished(Done done);
-  void stop();
+  void on_peer_finished(Done done) override;
+  void stop() override;
 
   const SctpStats& stats() const noexcept;
   // Datagrams the kernel dropped on the socket, its receive buffer full (read
   // from /proc while open, kept from stop(): for reports, not per packet).
   std::uint64_t kernel_drops() const;
-  const std::error_code& error() const noexcept;
+  std::error_code error() const override;
   boost::asio::ip::udp::endpoint local_endpoint() const;
 
  private:

@@ -19,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <volley/arq/endpoint.hpp>
+#include <volley/net/message_channel.hpp>
 #include <volley/net/udp_endpoint.hpp>
 
 namespace volley::arq {
@@ -31,11 +32,9 @@ struct ChannelStats {
   std::uint64_t foreign_datagrams = 0;
 };
 
-class ArqChannel {
+// A net::MessageChannel: its errors are arq::Errc, or an errno in std::system_category.
+class ArqChannel final : public net::MessageChannel {
  public:
-  using MessageHandler = std::function<void(std::span<const std::byte> message)>;
-  // No error: success; else why (arq::Errc, or an errno in std::system_category).
-  using Done = std::function<void(const std::error_code& error)>;
 
   // `peer` unset: a listener; the source of the first valid data packet of the
   // receiver's conversation (not an end of stream at sequence 0: a
@@ -52,15 +51,19 @@ class ArqChannel {
              std::optional<FecConfig> fec = std::nullopt)
       : ArqChannel(loop.get_executor(), std::move(socket), peer, sender, receiver, std::move(on_message), fec) {}
 
-  void start();
+  void start() override;
+  // At once: messages are queued for a peer not heard from yet.
+  void on_ready(Done ready) override { ready(error()); }
   // False when the sender refuses (buffer full, too large, closed, peer dead).
-  bool send(std::span<const std::byte> message);
+  bool send(std::span<const std::byte> message) override;
   // Flush: `done` runs once everything sent, end-of-stream included, is
   // acknowledged, or with the reason when the peer is declared dead.
-  void close(Done done);
+  void close(Done done) override;
   // Calls `done` once the peer's end-of-stream has arrived (everything it sent was delivered).
-  void on_peer_finished(Done done) { peer_done_ = std::move(done); service(); }
-  void stop();
+  void on_peer_finished(Done done) override { peer_done_ = std::move(done); service(); }
+  void stop() override;
+  // The sender's failure (the peer declared dead); none while it works.
+  std::error_code error() const override { return endpoint_.sender().failed() ? endpoint_.sender().error() : std::error_code(); }
 
   static Nanos now();
   const ArqSender& sender() const noexcept { return endpoint_.sender(); }

@@ -371,7 +371,7 @@ void SctpChannel::start() {
   state_->tick();
 }
 
-void SctpChannel::on_connected(Done ready) {
+void SctpChannel::on_ready(Done ready) {
   if (state_->up || state_->error) return ready(state_->error);
   state_->connected = std::move(ready);
 }
@@ -423,7 +423,7 @@ const SctpStats& SctpChannel::stats() const noexcept {
   return state_->stats;
 }
 
-const std::error_code& SctpChannel::error() const noexcept { return state_->error; }
+std::error_code SctpChannel::error() const { return state_->error; }
 
 udp::endpoint SctpChannel::local_endpoint() const { return state_->socket.local_endpoint(); }
 
