@@ -37,7 +37,7 @@ int main() {
 
   boost::asio::io_context loop;
   volley::rpc::RpcClient client(loop);
-  boost::system::error_code ec;
+  std::error_code ec;
   client.connect("127.0.0.1", port, std::chrono::seconds(2), ec);
   if (ec) {
     std::fprintf(stderr, "connect: %s\n", ec.message().c_str());
@@ -49,7 +49,7 @@ int main() {
   const std::vector<std::string> symbols{"ACME", "VOLY", "GNB5"};
   for (const auto& symbol : symbols) {
     client.call<Quote>(kQuoteRequest, kQuote, QuoteRequest{symbol, 100}, std::chrono::seconds(2),
-                       [&](const boost::system::error_code& error, Quote q) {
+                       [&](const std::error_code& error, Quote q) {
                          if (error) return (void)std::printf("%s: %s\n", symbol.c_str(), error.message().c_str());
                          std::printf("%s x%u at %lld ticks\n", q.symbol.c_str(), q.quantity,
                                      static_cast<long long>(q.price_ticks));

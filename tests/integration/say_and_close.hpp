@@ -54,7 +54,7 @@ inline void expect_loop_returns_after_say_and_close(net::LoopPool& loops, std::u
   boost::asio::io_context& loop = loops.loop(0);
   boost::asio::post(loop, [&] {
     for (int i = 0; i < count; ++i) {
-      boost::system::error_code ec;
+      std::error_code ec;
       auto socket = net::connect_tcp(loop, "127.0.0.1", port, 5s, ec);
       if (ec) {
         failed.fetch_add(1);

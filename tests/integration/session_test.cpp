@@ -411,7 +411,7 @@ TEST(Session, AReconnectingClientIsToldWhenItsConnectionFillsAndDrains) {
 TEST(Session, HighWaterBoundsTheQueueAndTellsTheWriter) {
   SilentPeer reader(64 * 1024);
   asio::io_context loop;
-  boost::system::error_code ec;
+  std::error_code ec;
   auto socket = net::connect_tcp(loop, "127.0.0.1", reader.port(), 2s, ec);
   ASSERT_FALSE(ec) << ec.message();
   ASSERT_GE(reader.accept(), 0);
@@ -479,7 +479,7 @@ std::shared_ptr<net::TcpConnection> start_congested(asio::io_context& loop, Sile
                                                     const net::SessionOptions& options,
                                                     const net::ConnectionLimits& limits, net::SessionEvents& events,
                                                     const std::function<void()>& each_turn = {}) {
-  boost::system::error_code ec;
+  std::error_code ec;
   auto socket = net::connect_tcp(loop, "127.0.0.1", peer.port(), 2s, ec);
   if (ec || peer.accept() < 0) return nullptr;
   auto session = std::make_unique<net::Session>(net::make_checked_codec(1 << 20), options, events);
@@ -509,7 +509,7 @@ TEST(Session, WrittenReportsCountTheCallersBytesNotTheHeartbeats) {
   net::SessionOptions options;
   options.heartbeat_interval = 20ms;
   options.heartbeat_misses = 1000;  // the peer never talks; this test is not about that
-  boost::system::error_code ec;
+  std::error_code ec;
   auto socket = net::connect_tcp(loop, "127.0.0.1", peer.port(), 2s, ec);
   ASSERT_FALSE(ec);
   ASSERT_GE(peer.accept(), 0);
@@ -569,7 +569,7 @@ TEST(Session, EveryHeartbeatReceivedIsToldToTheEvents) {
   const auto port = server.port();
   ServerThread running(server);
   asio::io_context loop;
-  boost::system::error_code ec;
+  std::error_code ec;
   auto socket = net::connect_tcp(loop, "127.0.0.1", port, 2s, ec);
   ASSERT_FALSE(ec);
   Counting client_events;
@@ -659,7 +659,7 @@ TEST(Session, ConnectionsSpreadEvenlyOverWorkers) {
   std::vector<asio::ip::tcp::socket> clients;
   ServerThread running(server);
   for (int i = 0; i < 12; ++i) {
-    boost::system::error_code ec;
+    std::error_code ec;
     clients.push_back(net::connect_tcp(client_loop, "127.0.0.1", port, 2s, ec));
     ASSERT_FALSE(ec);
   }
@@ -689,19 +689,20 @@ TEST(Session, GracefulCloseFlushesWhatWasQueued) {
   const auto port = server.port();
   ServerThread running(server);
   asio::io_context client_loop;
-  boost::system::error_code ec;
+  std::error_code ec;
   auto socket = net::connect_tcp(client_loop, "127.0.0.1", port, 2s, ec);
   ASSERT_FALSE(ec);
   socket.non_blocking(false);  // plain blocking reads below
   std::this_thread::sleep_for(200ms);  // let the server queue it all before anything is read
   std::size_t total = 0;
   std::vector<std::byte> buf(1 << 16);
+  boost::system::error_code read_error;
   for (;;) {
-    const std::size_t n = socket.read_some(asio::buffer(buf), ec);
-    if (ec) break;
+    const std::size_t n = socket.read_some(asio::buffer(buf), read_error);
+    if (read_error) break;
     total += n;
   }
-  EXPECT_EQ(ec, asio::error::eof);
+  EXPECT_EQ(read_error, asio::error::eof);
   EXPECT_EQ(total, kMessages * (kSize + 5));
   socket.close();  // our FIN completes the server's graceful close
 }

@@ -116,7 +116,7 @@ TEST_P(SessionLink, AServerNoticesAClientThatFallsSilentAfterConnecting) {
   TempDir dir;
   RunningPingPongServer server(dir, server_args({"--heartbeat-ms", "100", "--heartbeat-misses", "2"}));
   asio::io_context loop;
-  boost::system::error_code ec;
+  std::error_code ec;
   auto socket = net::connect_tcp(loop, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 2s, ec);
   ASSERT_FALSE(ec) << ec.message();
   const auto transport = client_transport(link());
@@ -135,7 +135,7 @@ TEST_P(SessionLink, AWriterWhosePeerStopsReadingIsBoundedAndTold) {
   DeafServer deaf(link());
   ServerThread running(deaf.server);
   asio::io_context loop;
-  boost::system::error_code ec;
+  std::error_code ec;
   auto socket = net::connect_tcp(loop, "127.0.0.1", deaf.server.port(), 2s, ec);
   ASSERT_FALSE(ec) << ec.message();
   struct Events : net::SessionEvents {
@@ -196,7 +196,7 @@ TEST_P(SessionLink, ABadFrameIsCountedAndSkippedWhereTheFramingAllowsAndClosesTh
   TempDir dir;
   RunningPingPongServer server(dir, server_args({"--on-protocol-error", "drop"}));
   asio::io_context loop;
-  boost::system::error_code ec;
+  std::error_code ec;
   auto socket = net::connect_tcp(loop, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 2s, ec);
   ASSERT_FALSE(ec) << ec.message();
   std::vector<std::byte> bytes = on_the_wire(framing(), "first");
@@ -327,7 +327,7 @@ TEST_P(BulkOver, EveryByteOfABackedUpTransferComesBackInOrder) {
   std::vector<std::byte> data(24 << 20);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = std::byte{static_cast<unsigned char>((i * 131) % 251)};
   asio::io_context loop;
-  boost::system::error_code ec;
+  std::error_code ec;
   auto socket = net::connect_tcp(loop, "127.0.0.1", port, 5s, ec);
   ASSERT_FALSE(ec) << ec.message();
   auto client_handler = std::make_unique<BulkClient>(data, 300ms);
@@ -433,7 +433,7 @@ TEST_P(RpcOver, AServerClosesAClientThatFallsSilent) {
   // clock ran up to a millisecond late and the check below failed now and
   // then under ASan (199.3 ms "before" a close that was on time).
   const auto start = Clock::now();
-  boost::system::error_code ec;
+  std::error_code ec;
   auto socket = net::connect_tcp(loop, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 2s, ec);
   ASSERT_FALSE(ec) << ec.message();
   const auto transport = client_transport(GetParam());
@@ -460,11 +460,11 @@ TEST_P(RpcOver, AClientFailsItsPendingCallsWhenTheServerFallsSilent) {
   const auto transport = client_transport(GetParam());
   client.connect("127.0.0.1", deaf.server.port(), 5s, transport ? transport() : nullptr, ec);
   ASSERT_FALSE(ec) << ec.message() << " " << client.last_remote_error();
-  std::optional<boost::system::error_code> result;
+  std::optional<std::error_code> result;
   struct Ping {
     std::uint32_t n;
   };
-  client.call<Ping>(1, 2, Ping{7}, 30s, [&](const boost::system::error_code& e, Ping) { result = e; });
+  client.call<Ping>(1, 2, Ping{7}, 30s, [&](const std::error_code& e, Ping) { result = e; });
   ASSERT_TRUE(run_until(loop, [&] { return result.has_value(); }, 10s));
   EXPECT_EQ(*result, rpc::ClientErrc::connection_closed);  // long before the call's own 30 s
   EXPECT_NE(client.last_remote_error().find("heartbeat timeout"), std::string::npos) << client.last_remote_error();
@@ -557,9 +557,9 @@ TEST_P(RpcOver, CallsMadeWhileTheServerIsAwayWaitAndAreAnsweredInOrderWhenItIsBa
   rpc::RpcClient client(loop);
   client.start(reconnect_to(port, GetParam()));
   ASSERT_TRUE(run_until(loop, [&] { return client.connected(); }, 10s)) << client.last_remote_error();
-  std::optional<boost::system::error_code> before;
+  std::optional<std::error_code> before;
   client.call<benchmarks::Pong>(1, 2, benchmarks::Ping{1}, 5s,
-                                [&](const boost::system::error_code& ec, benchmarks::Pong) { before = ec; });
+                                [&](const std::error_code& ec, benchmarks::Pong) { before = ec; });
   ASSERT_TRUE(run_until(loop, [&] { return before.has_value(); }, 10s));
   EXPECT_FALSE(*before) << before->message();
 
@@ -570,7 +570,7 @@ TEST_P(RpcOver, CallsMadeWhileTheServerIsAwayWaitAndAreAnsweredInOrderWhenItIsBa
   int failed = 0;
   for (int i = 0; i < kCalls; ++i)
     client.call<benchmarks::Pong>(1, 2, benchmarks::Ping{i}, 30s,
-                                  [&](const boost::system::error_code& ec, benchmarks::Pong pong) {
+                                  [&](const std::error_code& ec, benchmarks::Pong pong) {
                                     if (ec) ++failed;
                                     else answered.push_back(pong.t);
                                   });
@@ -599,10 +599,10 @@ TEST_P(RpcOver, CallsOverTheWaitingBoundAreRefusedAsOverloadedAndTheRestStillAns
   auto options = reconnect_to(port, GetParam());
   options.outbox_messages = 5;
   client.start(options);
-  std::vector<boost::system::error_code> results;
+  std::vector<std::error_code> results;
   for (int i = 0; i < 8; ++i)
     client.call<benchmarks::Pong>(1, 2, benchmarks::Ping{i}, 30s,
-                                  [&](const boost::system::error_code& ec, benchmarks::Pong) { results.push_back(ec); });
+                                  [&](const std::error_code& ec, benchmarks::Pong) { results.push_back(ec); });
   ASSERT_TRUE(run_until(loop, [&] { return results.size() == 3; }, 5s));
   for (const auto& ec : results) EXPECT_EQ(ec, rpc::ClientErrc::overloaded);
   PingServer server(GetParam(), port);
@@ -618,9 +618,9 @@ TEST_P(RpcOver, ACallAfterCloseFailsAtOnceInsteadOfWaitingForItsTimeout) {
   client.start(reconnect_to(server.port(), GetParam()));
   ASSERT_TRUE(run_until(loop, [&] { return client.connected(); }, 10s)) << client.last_remote_error();
   client.close();
-  std::optional<boost::system::error_code> result;
+  std::optional<std::error_code> result;
   client.call<benchmarks::Pong>(1, 2, benchmarks::Ping{1}, 60s,
-                                [&](const boost::system::error_code& ec, benchmarks::Pong) { result = ec; });
+                                [&](const std::error_code& ec, benchmarks::Pong) { result = ec; });
   // Refused on the loop's next turn; before the fix it waited out its 60 s.
   ASSERT_TRUE(run_until(loop, [&] { return result.has_value(); }, 10s));
   EXPECT_EQ(*result, rpc::ClientErrc::not_connected);
@@ -664,9 +664,9 @@ TEST_P(InFlight, ACallCaughtByADropFailsOrIsSentAgainAsThePolicySays) {
   asio::io_context loop;
   rpc::RpcClient client(loop);
   client.start(reconnect_to(port, Link::tcp), GetParam());
-  std::optional<boost::system::error_code> result;
+  std::optional<std::error_code> result;
   benchmarks::Pong pong{};
-  client.call<benchmarks::Pong>(1, 2, benchmarks::Ping{42}, 30s, [&](const boost::system::error_code& ec, benchmarks::Pong p) {
+  client.call<benchmarks::Pong>(1, 2, benchmarks::Ping{42}, 30s, [&](const std::error_code& ec, benchmarks::Pong p) {
     result = ec;
     pong = p;
   });
@@ -688,9 +688,9 @@ TEST_P(InFlight, ACallCaughtByADropFailsOrIsSentAgainAsThePolicySays) {
     EXPECT_EQ(pong.t, 42);
   }
   // Either way the client is back and serves new calls.
-  std::optional<boost::system::error_code> after;
+  std::optional<std::error_code> after;
   client.call<benchmarks::Pong>(1, 2, benchmarks::Ping{7}, 30s,
-                                [&](const boost::system::error_code& ec, benchmarks::Pong) { after = ec; });
+                                [&](const std::error_code& ec, benchmarks::Pong) { after = ec; });
   ASSERT_TRUE(run_until(loop, [&] { return after.has_value(); }, 20s)) << client.last_remote_error();
   EXPECT_FALSE(*after) << after->message();
   EXPECT_EQ(client.reconnect_stats()->connects, 2u);

@@ -133,7 +133,7 @@ int run_echo_client(const EchoClientOptions& o) {
       if (o.proto == EchoProto::udp) {
         std::make_shared<UdpEchoClient>(loop, run, c, done)->start({address, o.port});
       } else if (on_connection) {
-        boost::system::error_code ec;
+        std::error_code ec;
         auto socket = net::connect_tcp(loop, o.address, o.port, std::chrono::seconds(5), ec);
         if (ec) {
           ConnectionEchoClient::count_failure(c, "connect: " + ec.message());

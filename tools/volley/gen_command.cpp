@@ -252,7 +252,7 @@ int run_gen(const GenOptions& o) {
   std::vector<net::Session*> sessions;
   for (std::size_t i = 0; i < o.connections; ++i) {
     auto& loop = loops.loop(i % loops.size());
-    boost::system::error_code ec;
+    std::error_code ec;
     auto socket = net::connect_tcp(loop, o.host, o.port, std::chrono::seconds(5), ec);
     if (ec) {
       tools::print(stderr, "volley gen: cannot connect to {}:{}: {}\n", o.host, o.port, ec.message());

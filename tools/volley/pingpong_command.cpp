@@ -103,7 +103,7 @@ int run_pingpong(const PingPongOptions& o) {
     }
     runners.push_back(std::make_unique<PingPongClient>(std::move(steps), [&remaining] { --remaining; }, progress));
     auto& loop = loops.loop(i % loops.size());
-    boost::system::error_code ec;
+    std::error_code ec;
     auto socket = net::connect_tcp(loop, o.address, o.port, std::chrono::seconds(5), ec);
     if (ec) {
       spdlog::error("cannot connect to {}:{}: {}", o.address, o.port, ec.message());

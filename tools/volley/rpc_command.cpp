@@ -217,7 +217,7 @@ Exchange run_exchange(const RpcOptions& o, const std::string& name, std::uint32_
     const Request request = make(issued++);
     ++outstanding;
     client.call<Reply>(request_id, reply_id, request, std::chrono::seconds(10),
-                       [&, sent, request](const boost::system::error_code& e, Reply reply) {
+                       [&, sent, request](const std::error_code& e, Reply reply) {
                          --outstanding;
                          const auto now = std::chrono::steady_clock::now();
                          if (e) {

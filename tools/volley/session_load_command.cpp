@@ -198,7 +198,7 @@ int run_load(const LoadOptions& o) {
   const auto connect_start = Clock::now();
   for (std::size_t i = 0; i < o.connections; ++i) {
     const std::size_t l = i % loops.size();
-    boost::system::error_code ec;
+    std::error_code ec;
     auto socket = net::connect_tcp(loops.loop(l), o.host, o.port, std::chrono::seconds(5), ec);
     if (ec) {
       if (connect_failures++ == 0) first_failure = ec.message();

@@ -6,6 +6,11 @@
 // async_call() takes any Asio completion token (asio::use_awaitable for C++20
 // coroutines). All members are used on the client's loop.
 //
+// Errors are std::error_code (ClientErrc, or the system's). async_call
+// completes with Asio's boost::system::error_code, which holds the same
+// std::error_code (it converts back), so a token throws or stores it as it
+// does for Asio's own operations.
+//
 // Two ways to connect: connect() makes one connection (when it goes, pending
 // calls fail and so do later ones); start() keeps the client connected
 // (reconnects with backoff), holds calls made while it is away until it is
@@ -19,6 +24,7 @@
 #include <queue>
 #include <span>
 #include <string>
+#include <system_error>
 #include <unordered_map>
 #include <vector>
 
@@ -47,14 +53,14 @@ enum class ClientErrc {
   overloaded,          // refused: the requests queued for the server are over the high-water mark
   request_too_large,   // refused: the request is over the maximum body size
 };
-const boost::system::error_category& client_category() noexcept;
-inline boost::system::error_code make_error_code(ClientErrc e) noexcept { return {static_cast<int>(e), client_category()}; }
+const std::error_category& client_category() noexcept;
+inline std::error_code make_error_code(ClientErrc e) noexcept { return {static_cast<int>(e), client_category()}; }
 
 }  // namespace volley::rpc
 
 /// @cond TRAITS (the error-code traits: no documentation of their own)
 template <>
-struct boost::system::is_error_code_enum<volley::rpc::ClientErrc> : std::true_type {};
+struct std::is_error_code_enum<volley::rpc::ClientErrc> : std::true_type {};
 /// @endcond
 
 namespace volley::rpc {
@@ -86,12 +92,12 @@ class RpcClient {
 
   // Connects before use (blocking, bounded by `timeout`).
   void connect(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
-               boost::system::error_code& ec);
+               std::error_code& ec);
   // Connects over `transport` (TLS: net::make_tls_transport(ctx, TlsRole::client, host)),
   // its handshake done within the same `timeout`. Runs the loop meanwhile, so
   // call it before the loop runs elsewhere.
   void connect(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
-               std::unique_ptr<net::StreamTransport> transport, boost::system::error_code& ec);
+               std::unique_ptr<net::StreamTransport> transport, std::error_code& ec);
   // Keeps itself connected to options.host:options.port instead (net::ReconnectingClient:
   // backoff with jitter, options.session's heartbeats, options.make_transport for TLS).
   // Calls made while it is away, or while the connection is over its high-water
@@ -109,11 +115,11 @@ class RpcClient {
 
   template <class Reply, class Request>
   void call(std::uint32_t request_id, std::uint32_t reply_id, const Request& request, Clock::duration timeout,
-            std::function<void(const boost::system::error_code&, Reply)> done) {
+            std::function<void(const std::error_code&, Reply)> done) {
     scratch_.resize(kHeaderSize + serial::encoded_size(request));
     serial::encode(request, std::span(scratch_).subspan(kHeaderSize));
     start_call(request_id, reply_id, timeout,
-               [done = std::move(done)](const boost::system::error_code& ec, std::span<const std::byte> body) {
+               [done = std::move(done)](const std::error_code& ec, std::span<const std::byte> body) {
                  Reply reply{};
                  if (ec) return done(ec, std::move(reply));
                  std::error_code decode_error;
@@ -130,7 +136,9 @@ class RpcClient {
           // Completion handlers may be move-only; std::function needs a copyable one.
           auto shared = std::make_shared<decltype(handler)>(std::move(handler));
           call<Reply>(request_id, reply_id, req, timeout,
-                      [shared](const boost::system::error_code& ec, Reply reply) { std::move (*shared)(ec, std::move(reply)); });
+                      [shared](const std::error_code& ec, Reply reply) {
+                        std::move (*shared)(boost::system::error_code(ec), std::move(reply));
+                      });
         },
         token, std::cref(request));
   }
@@ -143,7 +151,7 @@ class RpcClient {
   void on_closed(const std::string& reason);
 
  private:
-  using Completion = std::function<void(const boost::system::error_code&, std::span<const std::byte>)>;
+  using Completion = std::function<void(const std::error_code&, std::span<const std::byte>)>;
   struct Pending {
     std::uint32_t reply_id;
     Clock::time_point deadline;
@@ -157,7 +165,7 @@ class RpcClient {
   void start_call(std::uint32_t request_id, std::uint32_t reply_id, Clock::duration timeout, Completion complete);
   void arm_timer();
   void expire();
-  void fail_all(const boost::system::error_code& ec);
+  void fail_all(const std::error_code& ec);
   net::Session* live_session() const noexcept;
   bool can_send() const noexcept;
   void send_waiting();

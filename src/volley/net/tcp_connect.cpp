@@ -9,7 +9,10 @@ namespace volley::net {
 
 namespace asio = boost::asio;
 
-asio::ip::tcp::socket connect_tcp(asio::io_context& loop, const std::string& host, std::uint16_t port,
+namespace {
+
+// In Asio's own error type: its calls report through it.
+asio::ip::tcp::socket connect_reporting_asio_errors(asio::io_context& loop, const std::string& host, std::uint16_t port,
                                   std::chrono::milliseconds timeout, boost::system::error_code& ec) {
   asio::ip::tcp::resolver resolver(loop);
   const auto results = resolver.resolve(host, std::to_string(port), asio::ip::tcp::resolver::numeric_service, ec);
@@ -43,5 +46,16 @@ asio::ip::tcp::socket connect_tcp(asio::io_context& loop, const std::string& hos
   socket.close(ignored);
   return socket;
 }
+
+}  // namespace
+
+asio::ip::tcp::socket connect_tcp(asio::io_context& loop, const std::string& host, std::uint16_t port,
+                                  std::chrono::milliseconds timeout, std::error_code& error) {
+  boost::system::error_code ec;
+  auto socket = connect_reporting_asio_errors(loop, host, port, timeout, ec);
+  error = ec;
+  return socket;
+}
+
 
 }  // namespace volley::net

@@ -12,7 +12,7 @@ namespace asio = boost::asio;
 
 namespace {
 
-class ClientCategory final : public boost::system::error_category {
+class ClientCategory final : public std::error_category {
  public:
   const char* name() const noexcept override { return "volley.rpc"; }
   std::string message(int value) const override {
@@ -49,7 +49,7 @@ class ClientEvents final : public net::SessionEvents {
 
 }  // namespace
 
-const boost::system::error_category& client_category() noexcept {
+const std::error_category& client_category() noexcept {
   static const ClientCategory category;
   return category;
 }
@@ -60,12 +60,12 @@ RpcClient::RpcClient(asio::io_context& loop, std::uint32_t first_sequence)
 RpcClient::~RpcClient() { close(); }
 
 void RpcClient::connect(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
-                        boost::system::error_code& ec) {
+                        std::error_code& ec) {
   connect(host, port, timeout, nullptr, ec);
 }
 
 void RpcClient::connect(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
-                        std::unique_ptr<net::StreamTransport> transport, boost::system::error_code& ec) {
+                        std::unique_ptr<net::StreamTransport> transport, std::error_code& ec) {
   const auto deadline = Clock::now() + timeout;
   auto socket = net::connect_tcp(loop_, host, port, timeout, ec);
   if (ec) return;
@@ -262,7 +262,7 @@ void RpcClient::on_closed(const std::string& reason) {
   fail_all(ClientErrc::connection_closed);
 }
 
-void RpcClient::fail_all(const boost::system::error_code& ec) {
+void RpcClient::fail_all(const std::error_code& ec) {
   auto pending = std::move(pending_);
   pending_.clear();
   waiting_.clear();
