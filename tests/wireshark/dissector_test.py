@@ -108,6 +108,33 @@ def test_gnb():
            (False, False, ["0x8001", "65536"], ""))
 
 
+def test_gnb_info_and_fatal_frames():
+    """The Info column keeps its separator when a reassembled frame completes in
+    a segment that carries more; after a fatal frame the rest of that direction
+    is data after the error, not more (falsely broken) messages."""
+    cap = Capture()
+    s = TcpStream(cap, 32101)
+    data = gnb_frame(0x8001, bytes(1200))
+    ack = gnb_frame(0x1002, struct.pack("!I", 9))
+    s.send(data + ack + data, cuts=(700, 1300))                                      # 4, 5, 6
+    s.send(gnb_frame(0x8001, b"\x5a" * 100)[:2] + struct.pack("!I", 70000) + b"\x5a" * 200)  # 7: length over 65536
+    s.send(b"\x5a" * 300)                                                            # 8: the rest of its body
+    s.send(gnb_frame(0x1002, struct.pack("!I", 11)))                                 # 9: looks like a frame, after the end
+    s.send(gnb_frame(0x1002, struct.pack("!I", 12)), to_server=False)                # 10: the other direction goes on
+    path = f"{WORK}/gnb_info.pcap"
+    cap.write(path)
+    rows = fields(path, ["_ws.col.Info", "_ws.expert.message", "volley_gnb.type"])
+    expect("gnb info: a reassembled frame then another, with a separator", rows.get(5, [""])[0],
+           "data 1200 bytes, ack id 9")
+    expect("gnb info: the frame completed in the segment after", rows.get(6, [""])[0], "data 1200 bytes")
+    expect("gnb fatal frame", "over 65536" in rows.get(7, ["", ""])[1], True)
+    expect("gnb after the fatal frame: no false errors, no frames", [rows.get(n, ["", "", ""])[1:] for n in (8, 9)],
+           [["", ""], ["", ""]])
+    expect("gnb after the fatal frame: shown as data after it",
+           [rows.get(n, [""])[0].startswith("data after a fatal error") for n in (8, 9)], [True, True])
+    expect("gnb the other direction is still parsed", rows.get(10, ["", "", ""])[2], "0x1002")
+
+
 def test_checked():
     cap = Capture()
     s = TcpStream(cap, 7777)
@@ -295,7 +322,7 @@ def test_netem_capture():
            total("received") + total("sent") - up["corrupted"])
 
 
-for test in (test_gnb, test_checked, test_rpc, test_arq, test_arq_fec, test_fuzzed, test_netem_capture):
+for test in (test_gnb, test_gnb_info_and_fatal_frames, test_checked, test_rpc, test_arq, test_arq_fec, test_fuzzed, test_netem_capture):
     test()
 for f in failures:
     print("FAIL", f)

@@ -45,16 +45,57 @@ local function register_tcp(proto, port)
   tcp:add_for_decode_as(proto)
 end
 
+-- One key per direction of a TCP/UDP conversation.
+local function direction_key(pinfo)
+  return tostring(pinfo.src) .. ":" .. pinfo.src_port .. ">" .. tostring(pinfo.dst) .. ":" .. pinfo.dst_port
+end
+
+-- The summaries written to the Info column, and in which frame. A PDU that
+-- completes in a segment after others began is dissected in a call of its own
+-- behind a column fence, so a later call of the same frame appends to what an
+-- earlier one wrote, after a separator, instead of gluing the two together.
+local info_written = { frame = nil, text = "" }
+local function show_info(pinfo, text)
+  local current = tostring(pinfo.cols.info)
+  local mine = info_written.text
+  if info_written.frame == pinfo.number and mine ~= "" and current:sub(-#mine) == mine then
+    pinfo.cols.info:append(", " .. text)
+    info_written.text = mine .. ", " .. text
+  else
+    pinfo.cols.info = text
+    info_written.text = text
+  end
+  info_written.frame = pinfo.number
+end
+
+-- Per direction of a TCP stream, the first frame with a fatal PDU (after which
+-- Volley closes the connection): what follows in that direction is not
+-- messages, and is shown as data after the fatal error, not parsed as more.
+local fatal_at = {}
+
 -- A TCP dissector that reassembles PDUs (`get_length` says how long the one at
 -- an offset is) and lists every PDU's summary in the Info column.
-local function tcp_pdu_dissector(min_header, get_length, dissect_pdu)
+-- `dissect_pdu` returns the PDU's summary, and true when the PDU is fatal.
+local function tcp_pdu_dissector(proto, name, min_header, get_length, dissect_pdu)
   return function(tvb, pinfo, tree)
+    local direction = direction_key(pinfo)
+    local fatal = fatal_at[direction]
+    if fatal ~= nil and pinfo.number > fatal then
+      pinfo.cols.protocol = name
+      tree:add(proto, tvb(), string.format("%s, data after the fatal error in frame %d (the connection closes)", name, fatal))
+      show_info(pinfo, string.format("data after a fatal error (%d bytes)", tvb:len()))
+      return tvb:len()
+    end
     local infos = {}
     local consumed = dissect_tcp_pdus(tvb, tree, min_header, get_length, function(t, p, tr)
-      table.insert(infos, dissect_pdu(t, p, tr))
+      local info, is_fatal = dissect_pdu(t, p, tr)
+      table.insert(infos, info)
+      if is_fatal and (fatal_at[direction] == nil or p.number < fatal_at[direction]) then
+        fatal_at[direction] = p.number
+      end
       return t:len()
     end, true)
-    if #infos > 0 then pinfo.cols.info = table.concat(infos, ", ") end
+    if #infos > 0 then show_info(pinfo, table.concat(infos, ", ")) end
     return consumed
   end
 end
@@ -121,18 +162,22 @@ local function gnb_dissect_pdu(tvb, pinfo, tree)
   item:add(gf.type, tvb(0, 2))
   local length_item = item:add(gf.length, tvb(2, 4))
   local info = name
+  local fatal = false  -- Volley closes the connection at this frame
   local limits = gnb_limits[type]
   if type == 0 then
     if length ~= 0 then
       item:add_proto_expert_info(ge.bad_keepalive)
       info = "type 0 with a body (connection closes)"
+      fatal = true
     end
   elseif limits == nil then
     item:add_proto_expert_info(ge.unknown_type)
     info = info .. " (connection closes)"
+    fatal = true
   elseif length > GNB_MAX_BODY then
     length_item:add_proto_expert_info(ge.oversize)
     info = info .. " (length over 65536, connection closes)"
+    fatal = true
   elseif tvb:len() >= 6 + length then
     local body = tvb(6, length)
     if length < limits[1] then
@@ -181,10 +226,10 @@ local function gnb_dissect_pdu(tvb, pinfo, tree)
     end
   end
   pinfo.cols.protocol = "Volley gNB"
-  return info
+  return info, fatal
 end
 
-gnb.dissector = tcp_pdu_dissector(6, gnb_pdu_length, gnb_dissect_pdu)
+gnb.dissector = tcp_pdu_dissector(gnb, "Volley gNB", 6, gnb_pdu_length, gnb_dissect_pdu)
 register_tcp(gnb, 32101)
 
 ---------------------------------------------------------------------------
@@ -251,7 +296,7 @@ local function checked_dissect_pdu(tvb, pinfo, tree)
   return string.format("message %d bytes%s", length - 5, note)
 end
 
-checked.dissector = tcp_pdu_dissector(5, checked_pdu_length, checked_dissect_pdu)
+checked.dissector = tcp_pdu_dissector(checked, "Volley checked", 5, checked_pdu_length, checked_dissect_pdu)
 register_tcp(checked, 7777)
 
 ---------------------------------------------------------------------------
@@ -299,7 +344,7 @@ local function rpc_dissect_pdu(tvb, pinfo, tree)
   pinfo.cols.protocol = "Volley RPC"
   if size > RPC_MAX_BODY then
     size_item:add_proto_expert_info(re.oversize)
-    return "size over maximum"
+    return "size over maximum (connection closes)", true
   end
   if size > 0 and tvb:len() >= 12 + size then item:add(rf.body, tvb(12, size)) end
   if id == 0xFFFFFFFE then
@@ -342,7 +387,7 @@ local function rpc_dissect_pdu(tvb, pinfo, tree)
   return string.format("%s seq %d id %s", kind, sequence, rpc_ids[id] or tostring(id))
 end
 
-rpc.dissector = tcp_pdu_dissector(12, rpc_pdu_length, rpc_dissect_pdu)
+rpc.dissector = tcp_pdu_dissector(rpc, "Volley RPC", 12, rpc_pdu_length, rpc_dissect_pdu)
 register_tcp(rpc, 32102)
 
 ---------------------------------------------------------------------------
