@@ -36,6 +36,7 @@ endif()
 install(FILES ${PROJECT_SOURCE_DIR}/tools/wireshark/volley.lua DESTINATION ${CMAKE_INSTALL_DATADIR}/volley/wireshark
         COMPONENT programs)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/WIRESHARK.md ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/GUIDE.md ${PROJECT_SOURCE_DIR}/docs/PROTOCOL.md
+        ${PROJECT_SOURCE_DIR}/docs/TOOLS.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT development)
 
 # `make package`: one .deb with the headers, libraries, CMake package and programs.

@@ -67,6 +67,18 @@ add_executable(all_headers all_headers.cpp)
 target_link_libraries(all_headers PRIVATE volley::volley)
 CMAKE
 echo "headers: $(grep -c '#include' "$work/consumer/all_headers.cpp") public headers compiled together"
+# The README's complete programs (its cpp blocks with a main), built as printed.
+/usr/bin/python3 - "$source/README.md" "$work/consumer" <<'PY'
+import pathlib, re, sys
+blocks = [b for b in re.findall(r"```cpp\n(.*?)```", pathlib.Path(sys.argv[1]).read_text(), re.S) if "int main(" in b]
+assert blocks, "the README has no complete program"
+cmake = pathlib.Path(sys.argv[2]) / "CMakeLists.txt"
+for i, b in enumerate(blocks):
+    (pathlib.Path(sys.argv[2]) / f"readme_{i}.cpp").write_text(b)
+    cmake.write_text(cmake.read_text() + f"add_executable(readme_{i} readme_{i}.cpp)\n"
+                     f"target_link_libraries(readme_{i} PRIVATE volley::net)\n")
+print(f"readme: {len(blocks)} complete program(s) built as printed")
+PY
 
 cmake -S "$work/consumer" -B "$work/consumer-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
