@@ -76,6 +76,17 @@ TEST(Examples, GnbServiceAcksEachControlMessageByItsTransactionId) {
   EXPECT_NE(out.find("control 3 (acked), data 3, other 0, errors 0"), std::string::npos) << out;
 }
 
+TEST(Examples, TcpClientGetsItsBytesBackOnEachOfTwoConnections) {
+  TempDir dir;
+  ExampleServer server(dir, "echo_server");
+  ASSERT_GT(server.port(), 0);
+  const auto [code, out] = run_to_end(dir, {"tcp_client", std::to_string(server.port()), "2"}, "client");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("round 1: 50010 of 50010 bytes echoed, then closed locally"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 of 2 rounds echoed"), std::string::npos) << out;
+  EXPECT_EQ(server.stop().first, 0);
+}
+
 TEST(Examples, ReconnectingClientGetsEveryQueuedMessageEchoedInOrder) {
   TempDir dir;
   RunningPingPongServer server(dir, {"--framing", "checked", "--no-progress"});
