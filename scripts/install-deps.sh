@@ -21,6 +21,8 @@ required=(
   wrk
   # receiving through io_uring (volley::net, `--io uring`) and the raw io_uring echo baseline
   liburing-dev
+  # the package test checks the .deb with Debian's own checker
+  lintian
 )
 
 missing=()

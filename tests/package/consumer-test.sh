@@ -22,7 +22,16 @@ case "$mode" in
     echo "package: $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB)"
     dpkg-deb --field "$deb" Package Version Depends
     dpkg -x "$deb" "$work/root"
-    prefix=$work/root/usr ;;
+    prefix=$work/root/usr
+    # Every library the programs load and every library the exported targets
+    # link is a declared dependency, and Debian's own checker finds no error.
+    /usr/bin/python3 "$source/tests/package/check-deb-depends.py" "$deb" "$work/root"
+    if command -v lintian >/dev/null 2>&1; then
+      lintian --fail-on error "$deb" || { echo "lintian reports errors on the .deb" >&2; exit 1; }
+      echo "lintian: no error"
+    else
+      echo "lintian is not installed (scripts/install-deps.sh installs it): the .deb is not checked by it" >&2; exit 1
+    fi ;;
   subdirectory)
     # Only the libraries are built: no tools, tests, benchmarks or examples, and
     # none of their dependencies (CLI11, GoogleTest, Google Benchmark) is looked for.
