@@ -4,8 +4,8 @@
 # ThreadSanitizer, and the libFuzzer targets (where clang is). The Release stage
 # runs on Asio's epoll backend and the sanitizer stage on its io_uring backend
 # where the machine allows io_uring (it says so where it does not): every test
-# runs once per backend. Ends with one line counting every test run:
-# "volley: N passed, M failed".
+# runs once per backend. Ends with the time each build and test run took and
+# one line counting every test run: "volley: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/test-stages.sh
@@ -34,5 +34,6 @@ else
 fi
 
 echo
+stage_times
 echo "volley: $passed passed, $failed failed"
 exit $status

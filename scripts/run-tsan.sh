@@ -10,5 +10,6 @@ failed=0
 status=0
 tsan_stage
 echo
+stage_times
 echo "volley tsan: $passed passed, $failed failed"
 exit $status

@@ -17,5 +17,6 @@ else
   echo "=== io_uring backend skipped: liburing is not installed (scripts/install-deps.sh installs it)"
 fi
 echo
+stage_times
 echo "volley io_uring: $passed passed, $failed failed"
 exit $status

@@ -21,7 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-std::vector<Abuse> abuses() {
+std::vector<Abuse> tcp_abuses() {
   return {
       {"garbage", true,
        [](int port, const Subject&) {
@@ -98,13 +98,13 @@ TEST_P(Abused, StaysUpBoundedAndExactForAGoodClientAlongside) {
   expect_survives(s, GetParam().abuse, s.counted);
 }
 
-INSTANTIATE_TEST_SUITE_P(Servers, Abused, testing::ValuesIn(every_case(abuses())),
+INSTANTIATE_TEST_SUITE_P(Servers, Abused, testing::ValuesIn(every_case(tcp_abuses())),
                          [](const auto& info) { return case_name(info.param); });
 // The same abuse where the servers receive through io_uring (multishot
 // receives into the loop's shared buffers): a peer that never reads, or
 // resets mid-frame, must not hold buffers the good client needs.
 INSTANTIATE_TEST_SUITE_P(ServersReceivingThroughIoUring, Abused,
-                         testing::ValuesIn(every_case(abuses(), io_uring_subject_names())),
+                         testing::ValuesIn(every_case(tcp_abuses(), io_uring_subject_names())),
                          [](const auto& info) { return case_name(info.param); });
 
 }  // namespace

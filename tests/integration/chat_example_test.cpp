@@ -33,15 +33,15 @@ namespace {
 using namespace std::chrono_literals;
 
 // A member's connection: a raw TCP socket, or a WebSocket client (Beast's).
-class Link {
+class MemberLink {
  public:
-  virtual ~Link() = default;
+  virtual ~MemberLink() = default;
   virtual void send(std::span<const std::byte> bytes) = 0;
   // What came next (empty: nothing for 5 s, or the end).
   virtual std::vector<std::byte> read_some() = 0;
 };
 
-class TcpLink final : public Link {
+class TcpLink final : public MemberLink {
  public:
   explicit TcpLink(int port) : socket_(port) {}
   void send(std::span<const std::byte> bytes) override { socket_.send(bytes); }
@@ -54,7 +54,7 @@ class TcpLink final : public Link {
 // Over TLS, verifying the room with the test CA. Reads wait for the next
 // record: the room's heartbeats (every 5 s) bound the wait as the raw
 // socket's timeout does.
-class TlsLink final : public Link {
+class TlsLink final : public MemberLink {
  public:
   TlsLink(int port, const std::string& ca) : context_(boost::asio::ssl::context::tls_client), stream_(io_, context_) {
     context_.load_verify_file(ca);
@@ -82,7 +82,7 @@ class TlsLink final : public Link {
 // Each frame one binary message (over TLS too: wss). Reads wait for the next
 // message, bounded by the room's heartbeats as above.
 template <class Stream>
-class WebSocketLink final : public Link {
+class WebSocketLink final : public MemberLink {
  public:
   template <class... Args>
   explicit WebSocketLink(int port, Args&&... args) : ws_(io_, std::forward<Args>(args)...) {
@@ -122,7 +122,7 @@ struct Pki {
   boost::asio::ssl::context context{boost::asio::ssl::context::tls_client};  // for wss links
 };
 
-std::unique_ptr<Link> connect_link(int port, Via via, Pki* pki) {
+std::unique_ptr<MemberLink> connect_link(int port, Via via, Pki* pki) {
   switch (via) {
     case Via::tls: return std::make_unique<TlsLink>(port, pki->path + "/ca.pem");
     case Via::ws: return std::make_unique<WebSocketLink<boost::asio::ip::tcp::socket>>(port);
@@ -176,7 +176,7 @@ class ChatPeer {
   }
 
  private:
-  std::unique_ptr<Link> link_;
+  std::unique_ptr<MemberLink> link_;
   wire::checked::FrameDecoder decoder_;
   std::vector<std::byte> pending_;  // read, not yet fed to the decoder
   std::size_t taken_ = 0;

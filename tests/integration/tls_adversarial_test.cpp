@@ -91,7 +91,7 @@ class TlsAbuser {
   bool handshaken_ = false;
 };
 
-std::vector<LayerAbuse> abuses() {
+std::vector<LayerAbuse> tls_abuses() {
   return {
       {{"garbage_for_a_hello", true,
         [](int port, const Subject&) {
@@ -197,7 +197,7 @@ TEST_P(AbusedOverTls, StaysUpBoundedAndExactForAGoodClientAlongside) {
   expect_survives(subject(GetParam().subject, Link::tls), GetParam().abuse);
 }
 
-INSTANTIATE_TEST_SUITE_P(TlsServers, AbusedOverTls, testing::ValuesIn(every_case(abuses())),
+INSTANTIATE_TEST_SUITE_P(TlsServers, AbusedOverTls, testing::ValuesIn(every_case(tls_abuses())),
                          [](const auto& info) { return case_name(info.param); });
 
 }  // namespace

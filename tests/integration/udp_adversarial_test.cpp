@@ -116,7 +116,7 @@ struct UdpAbuse {
   std::function<void(int port)> run;
 };
 
-std::vector<UdpAbuse> abuses() {
+std::vector<UdpAbuse> udp_abuses() {
   return {
       {"garbage", true,
        [](int port) {
@@ -166,7 +166,7 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.subject << " x " << c.a
 std::vector<Case> every_case() {
   std::vector<Case> cases;
   for (const auto& s : subjects())
-    for (const auto& a : abuses()) cases.push_back({s.name, a});
+    for (const auto& a : udp_abuses()) cases.push_back({s.name, a});
   return cases;
 }
 

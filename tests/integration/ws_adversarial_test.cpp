@@ -150,7 +150,7 @@ Bytes requests(const Subject& s, std::size_t n) {
   return stream;
 }
 
-std::vector<LayerAbuse> abuses() {
+std::vector<LayerAbuse> ws_abuses() {
   return {
       {{"bad_upgrades", true,
         [](int port, const Subject& s) {
@@ -261,7 +261,7 @@ TEST_P(AbusedOverWebSocket, StaysUpBoundedAndExactForAGoodClientAlongside) {
   expect_survives(over_websocket(subject(GetParam().subject, Link::tcp)), GetParam().abuse);
 }
 
-INSTANTIATE_TEST_SUITE_P(WsServers, AbusedOverWebSocket, testing::ValuesIn(every_case(abuses())),
+INSTANTIATE_TEST_SUITE_P(WsServers, AbusedOverWebSocket, testing::ValuesIn(every_case(ws_abuses())),
                          [](const auto& info) { return case_name(info.param); });
 
 // One worker loop, a good client and a peer whose frames make the loop work

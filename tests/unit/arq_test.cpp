@@ -342,7 +342,7 @@ TEST(ArqBehaviour, AVanishedPeerIsReportedAfterTheDeadPeerLimit) {
   const SimResult r = simulate(o);
   EXPECT_FALSE(r.finished);
   ASSERT_TRUE(r.sender_failed);
-  EXPECT_EQ(r.error, Errc::peer_unreachable) << r.error.message();
+  EXPECT_EQ(r.error, volley::arq::Errc::peer_unreachable) << r.error.message();
   EXPECT_EQ(r.sender.timeouts, 16u);  // dead_after (15) in a row, then one more
   // 300 ms doubling to the 10 s cap: 0.3 + 0.6 + ... + 9.6, then 10 s ten times.
   EXPECT_EQ(r.elapsed, 118'900ms);

@@ -69,10 +69,10 @@ TEST(CheckedFrame, ErrorsAreReportedAndTheStreamStaysInStep) {
   add(bytes_of("\x00\x00\x03\x01\x00"));  // a length under the header: the seed's server wedged here
   add(frame(FrameType::message, bytes_of("three")));
   const std::vector<Event> expected{{DecodeStatus::frame, "one", {}},
-                                    {DecodeStatus::rejected, "bad sum", Errc::bad_checksum},
+                                    {DecodeStatus::rejected, "bad sum", volley::wire::Errc::bad_checksum},
                                     {DecodeStatus::frame, "two", {}},
-                                    {DecodeStatus::rejected, "??", Errc::unknown_type},
-                                    {DecodeStatus::rejected, "", Errc::length_below_header},
+                                    {DecodeStatus::rejected, "??", volley::wire::Errc::unknown_type},
+                                    {DecodeStatus::rejected, "", volley::wire::Errc::length_below_header},
                                     {DecodeStatus::frame, "three", {}}};
   EXPECT_EQ(decode_chunked(s, s.size()), expected);
   for (std::size_t chunk = 1; chunk <= s.size(); ++chunk) ASSERT_EQ(decode_chunked(s, chunk), expected) << chunk;
@@ -85,12 +85,12 @@ TEST(CheckedFrame, AFrameLargerThanTheDecoderHoldsIsSkippedWithoutBuffering) {
   for (std::size_t chunk : {7u, 1000u, 70'000u, 200'000u}) {
     const auto events = decode_chunked(s, chunk, 4096);
     ASSERT_EQ(events.size(), 2u) << chunk;
-    EXPECT_EQ(events[0].error, Errc::length_over_maximum);
+    EXPECT_EQ(events[0].error, volley::wire::Errc::length_over_maximum);
     EXPECT_EQ(events[1], (Event{DecodeStatus::frame, "after", {}}));
   }
   FrameDecoder d(4096);
   d.feed(std::span(s).first(2000));
-  EXPECT_EQ(d.next().error, Errc::length_over_maximum);
+  EXPECT_EQ(d.next().error, volley::wire::Errc::length_over_maximum);
   EXPECT_EQ(d.next().status, DecodeStatus::need_more);
   EXPECT_GT(d.buffered(), 90'000u);  // what is still to be skipped, not held
 }
@@ -103,7 +103,7 @@ TEST(CheckedFrame, LargestFrameAndEncodeErrors) {
   big.push_back(std::byte{0});
   std::error_code ec;
   EXPECT_EQ(encode(FrameType::message, big, out, ec), 0u);
-  EXPECT_EQ(ec, Errc::length_over_maximum);
+  EXPECT_EQ(ec, volley::wire::Errc::length_over_maximum);
   std::array<std::byte, 4> small{};
   EXPECT_THROW(encode(FrameType::heartbeat, {}, small), std::system_error);
 }

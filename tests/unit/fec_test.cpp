@@ -22,7 +22,7 @@ using namespace std::chrono_literals;
 namespace {
 
 // Hex without the spaces between bytes.
-std::string hex(std::span<const std::byte> bytes) {
+std::string hex_digits(std::span<const std::byte> bytes) {
   std::string h = volley::test::hex(bytes);
   h.erase(std::remove(h.begin(), h.end(), ' '), h.end());
   return h;
@@ -76,25 +76,25 @@ TEST(FecPacket, RepairAndReportAreByteExact) {
   encode_repair(r, out);
   ASSERT_EQ(out.size(), kRepairHeaderSize + 8 + 3);
   // conversation, type 3, flags, group, k=2, m=2, index=1, 0, symbol length 3, crc, sequences, symbol
-  EXPECT_EQ(hex(std::span(out).first(16)), "01020304" "03" "00" "0a0b0c0d" "02" "02" "01" "00" "0003");
-  EXPECT_EQ(hex(std::span(out).subspan(20)), "11111111" "22222222" "aabbcc");
+  EXPECT_EQ(hex_digits(std::span(out).first(16)), "01020304" "03" "00" "0a0b0c0d" "02" "02" "01" "00" "0003");
+  EXPECT_EQ(hex_digits(std::span(out).subspan(20)), "11111111" "22222222" "aabbcc");
   Bytes zeroed = out;
   std::fill(zeroed.begin() + 16, zeroed.begin() + 20, std::byte{0});
   const std::uint32_t crc = volley::wire::crc32c_portable(zeroed);
-  EXPECT_EQ(hex(std::span(out).subspan(16, 4)),
-            hex(Bytes{std::byte(crc >> 24), std::byte(crc >> 16), std::byte(crc >> 8), std::byte(crc)}));
+  EXPECT_EQ(hex_digits(std::span(out).subspan(16, 4)),
+            hex_digits(Bytes{std::byte(crc >> 24), std::byte(crc >> 16), std::byte(crc >> 8), std::byte(crc)}));
   RepairPacket back;
   ASSERT_TRUE(decode_repair(out, back));
   EXPECT_EQ(back.group, r.group);
   EXPECT_EQ(back.sequences, r.sequences);
   EXPECT_EQ(back.m, 2);
   EXPECT_EQ(back.index, 1);
-  EXPECT_EQ(hex(back.symbol), "aabbcc");
+  EXPECT_EQ(hex_digits(back.symbol), "aabbcc");
 
   Bytes report;
   encode_report({0x01020304, 5, 25, 3}, report);
   ASSERT_EQ(report.size(), kReportSize);
-  EXPECT_EQ(hex(std::span(report).first(18)), "01020304" "04" "00" "00000005" "00000019" "00000003");
+  EXPECT_EQ(hex_digits(std::span(report).first(18)), "01020304" "04" "00" "00000005" "00000019" "00000003");
   FecReport rb;
   ASSERT_TRUE(decode_report(report, rb));
   EXPECT_EQ(rb.expected, 25u);
@@ -119,12 +119,12 @@ TEST(FecPacket, RepairMatchesAnIndependentImplementation) {
   encoder.on_data_sent(first, Nanos(0), out.sink());
   encoder.on_data_sent(second, Nanos(0), out.sink());
   ASSERT_EQ(out.packets.size(), 1u);
-  EXPECT_EQ(hex(out.packets[0]),
+  EXPECT_EQ(hex_digits(out.packets[0]),
             "00000001" "03" "00" "00000000" "02" "01" "00" "00" "0015" "387717d8" "00000000" "00000001"
             "00f30000007a7a00000000f400002d4a1093e89f1f");
   Bytes report;
   encode_report({1, 8, 40, 3}, report);
-  EXPECT_EQ(hex(report), "00000001" "04" "00" "00000008" "00000028" "00000003" "2fc5e26a");
+  EXPECT_EQ(hex_digits(report), "00000001" "04" "00" "00000008" "00000028" "00000003" "2fc5e26a");
 }
 
 TEST(FecPacket, EverySingleBitFlipAndBadFieldIsRejected) {

@@ -148,12 +148,12 @@ void check_shape(int iterations) {
     for (std::size_t cut = 0; cut < bytes.size(); ++cut) {
       T partial{};
       ASSERT_FALSE(decode(std::span(bytes).first(cut), partial, ec)) << "cut at " << cut;
-      ASSERT_TRUE(ec == Errc::truncated || ec == Errc::length_exceeds_input) << ec.message();
+      ASSERT_TRUE(ec == volley::serial::Errc::truncated || ec == volley::serial::Errc::length_exceeds_input) << ec.message();
     }
     // And so is one byte too many.
     bytes.push_back(std::byte{0});
     ASSERT_FALSE(decode(bytes, back, ec));
-    ASSERT_EQ(ec, Errc::trailing_bytes);
+    ASSERT_EQ(ec, volley::serial::Errc::trailing_bytes);
   }
 }
 
@@ -212,22 +212,22 @@ TEST(Serial, InvalidValuesAreRefused) {
   std::error_code ec;
   shapes::Floats f{};
   EXPECT_FALSE(decode(volley::test::bytes_of("\x02zAAAABBBBBBBB"), f, ec));
-  EXPECT_EQ(ec, Errc::invalid_bool);
+  EXPECT_EQ(ec, volley::serial::Errc::invalid_bool);
   shapes::Colors c{};
   EXPECT_FALSE(decode(volley::test::bytes_of("\x03\x00\x00\x00\x00\x00\x00\x00\x00"), c, ec));
-  EXPECT_EQ(ec, Errc::invalid_enum);
+  EXPECT_EQ(ec, volley::serial::Errc::invalid_enum);
   EXPECT_FALSE(decode(volley::test::bytes_of("\x00\x00\x00\x00\x00\xff\xff\xff\xfa"), c, ec));  // Wide -6
-  EXPECT_EQ(ec, Errc::invalid_enum);
+  EXPECT_EQ(ec, volley::serial::Errc::invalid_enum);
   shapes::Maybe m{};
   EXPECT_FALSE(decode(volley::test::bytes_of("\x02"), m, ec));
-  EXPECT_EQ(ec, Errc::invalid_optional);
+  EXPECT_EQ(ec, volley::serial::Errc::invalid_optional);
   // A length far beyond the input fails before any allocation is attempted.
   shapes::Numbers n{};
   EXPECT_FALSE(decode(volley::test::bytes_of("\xff\xff\xff\xff\x00\x00\x00\x01"), n, ec));
-  EXPECT_EQ(ec, Errc::length_exceeds_input);
+  EXPECT_EQ(ec, volley::serial::Errc::length_exceeds_input);
   shapes::Text t{};
   EXPECT_FALSE(decode(volley::test::bytes_of("\x00\x00\x00\x05hi"), t, ec));
-  EXPECT_EQ(ec, Errc::length_exceeds_input);
+  EXPECT_EQ(ec, volley::serial::Errc::length_exceeds_input);
   EXPECT_THROW(decode<shapes::Text>(volley::test::bytes_of("\x00")), std::system_error);
   EXPECT_EQ(ec.category().name(), std::string("volley.serial"));
 }
@@ -236,7 +236,7 @@ TEST(Serial, EncodeChecksTheBuffer) {
   std::array<std::byte, 4> small{};
   std::error_code ec;
   EXPECT_EQ(encode(Ping{1}, small, ec), 0u);
-  EXPECT_EQ(ec, Errc::buffer_too_small);
+  EXPECT_EQ(ec, volley::serial::Errc::buffer_too_small);
   EXPECT_THROW(encode(Ping{1}, small), std::system_error);
   std::array<std::byte, 8> exact{};
   EXPECT_EQ(encode(Ping{7}, exact), 8u);
