@@ -19,9 +19,9 @@ needed = set()
 for p in programs:
     dynamic = subprocess.run(["readelf", "-d", str(p)], capture_output=True, text=True, check=True).stdout
     needed |= set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic))
+cache = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True).stdout  # where each library is
 for lib in sorted(needed):
-    path = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True).stdout
-    match = re.search(r"^\s*" + re.escape(lib) + r" \(libc6,x86-64\) => (\S+)$", path, re.M)
+    match = re.search(r"^\s*" + re.escape(lib) + r" \([^)]*\) => (\S+)$", cache, re.M)
     if not match:
         problems.append(f"{lib}: needed by the programs, not found on this machine")
         continue

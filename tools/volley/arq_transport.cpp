@@ -88,12 +88,10 @@ MessageTransport::Channel make_channel(const asio::any_io_executor& executor, co
 }  // namespace
 
 MessageTransport::MessageTransport(Channel channel, const udp::endpoint& local)
-    : channel_(std::move(channel)), local_(local) {
-  this->channel().start();
-}
-
-net::MessageChannel& MessageTransport::channel() const {
-  return std::visit([](const auto& c) -> net::MessageChannel& { return *c; }, channel_);
+    : channel_(std::move(channel)),
+      interface_(std::visit([](const auto& c) -> net::MessageChannel* { return c.get(); }, channel_)),
+      local_(local) {
+  interface_->start();
 }
 
 std::string MessageTransport::refusal() const {

@@ -27,7 +27,7 @@ class MessageTransport {
                                std::unique_ptr<net::TcpMessageChannel>>;
   MessageTransport(Channel channel, const boost::asio::ip::udp::endpoint& local);
 
-  net::MessageChannel& channel() const;
+  net::MessageChannel& channel() const { return *interface_; }
   // Why the channel refused a message, for a report.
   std::string refusal() const;
   std::string protocol() const;  // for the listening line: udp or tcp
@@ -41,6 +41,7 @@ class MessageTransport {
 
  private:
   Channel channel_;
+  net::MessageChannel* interface_;  // the alternative held, found once: send() is per message
   boost::asio::ip::udp::endpoint local_;
 };
 
