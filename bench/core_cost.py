@@ -60,9 +60,9 @@ def run(argv, cpu, timeout=120):
 
 def rtt(build, busy):
     b = f"{BUILDS[build]}/volley"
-    p, port = start([b, "pingpong-server", "-p", "0", "--no-progress", "--heartbeat-ms", "0"] +
+    p, port = start([b, "pingpong-server", "-p", "0", "--no-progress", "--heartbeat", "0"] +
                     (["--busy-poll"] if busy else []), SCPU)
-    r = run([b, "pingpong", "-p", port, "--sizes", "32", "-n", "100000", "--warmup", "1000", "--heartbeat-ms", "0",
+    r = run([b, "pingpong", "-p", port, "--sizes", "32", "-n", "100000", "--warmup", "1000", "--heartbeat", "0",
              "--json", "--no-progress"] + (["--busy-poll"] if busy else []), CCPU)
     stop(p)
     return r["results"][0]["p50_us"]

@@ -80,7 +80,7 @@ def netem_sample(bindir, design, args):
     """The UDP echo client through `volley netem` (no impairment) to a one-loop UDP echo server."""
     echo = ServerProcess([f"{bindir}/volley", "echo-server", "--proto", "udp", "-p", "0", "-t", "1", "--no-progress"],
                          None, port_from_stdout=True)
-    relay = ServerProcess([f"{bindir}/volley", "netem", "--listen", "127.0.0.1:0", "--forward",
+    relay = ServerProcess([f"{bindir}/volley", "netem", "--port", "0", "--forward",
                            f"127.0.0.1:{echo.port}", "--design", design, "--no-progress"]
                           + (["--threads", "2"] if design == "thread-pool" else []), None, port_from_stdout=True)
     result = client(bindir, None, relay.port, args, "udp")

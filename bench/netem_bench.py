@@ -24,8 +24,8 @@ def run(cmd, timeout=120):
 
 def relay_process(bindir, pin, forward_port, tmp, name):
     ready = os.path.join(tmp, name)
-    relay = subprocess.Popen(pin + [f"{bindir}/volley", "netem", "--listen", "127.0.0.1:0", "--forward",
-                                    f"127.0.0.1:{forward_port}", "--ready-file", ready, "--json", "--no-progress"],
+    relay = subprocess.Popen(pin + [f"{bindir}/volley", "netem", "--port", "0", "--forward",
+                                    f"127.0.0.1:{forward_port}", "--port-file", ready, "--json", "--no-progress"],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     for _ in range(200):
         if os.path.exists(ready) and open(ready).read().strip():

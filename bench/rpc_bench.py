@@ -25,7 +25,7 @@ def volley_rpc(bindir, server_cpu, client_cpu, seconds):
             time.sleep(0.02)
         port = open(port_file).read().strip()
         out = subprocess.run(pinned(client_cpu) + [f"{bindir}/volley", "rpc-bench", "--port", port, "--mode", "ping",
-                                                   "--seconds", str(seconds), "--json"],
+                                                   "--duration", str(seconds), "--json"],
                              capture_output=True, text=True, timeout=seconds + 60)
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)

@@ -104,7 +104,7 @@ def main():
         b = os.path.abspath(b)
         rows.append((f"volley pingpong-server ({b})",
                      lambda p, b=b: [f"{b}/volley", "pingpong-server", "-p", str(p), "--no-progress",
-                                     "--heartbeat-ms", "0"]))
+                                     "--heartbeat", "0"]))
     print("| server | instructions per message | round trips (long run) |")
     print("|---|---:|---:|")
     for name, argv in rows:

@@ -95,12 +95,12 @@ def main():
         port_file = os.path.join(tmp, "port")
         server = subprocess.Popen(
             [f"{args.bindir}/volley", "--log-level", "warn", "pingpong-server", "-p", "0", "--port-file", port_file,
-             "-t", str(args.server_threads), "--heartbeat-ms", str(args.heartbeat_ms), "--json", "--no-progress"],
+             "-t", str(args.server_threads), "--heartbeat", f"{args.heartbeat_ms}ms", "--json", "--no-progress"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         port = wait_for_port(port_file, server)
         client = subprocess.Popen(
             [f"{args.bindir}/volley", "session-load", "-p", str(port), "-c", str(args.connections), "-z",
-             str(args.seconds), "-t", str(args.client_threads), "--heartbeat-ms", str(args.heartbeat_ms), "-r",
+             str(args.seconds), "-t", str(args.client_threads), "--heartbeat", f"{args.heartbeat_ms}ms", "-r",
              str(args.rate), "--json", "--no-progress"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         start = time.time()

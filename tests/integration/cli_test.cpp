@@ -1,4 +1,6 @@
 // The command lines: bad arguments get a clear message and a non-zero exit.
+#include <iterator>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -29,6 +31,48 @@ Result run(const std::vector<std::string>& argv) {
   return {code, p.stdout_text(), p.stderr_text()};
 }
 
+// Every program and subcommand.
+const std::vector<std::vector<std::string>> kPrograms{
+    {"volley", "target"},       {"volley", "gen"},          {"volley", "netem"},       {"volley", "netem", "tun"},
+    {"volley", "arq-send"},     {"volley", "arq-recv"},     {"volley", "arq-bench"},   {"volley", "arq-sim"},
+    {"volley", "rpc-server"},   {"volley", "rpc-bench"},    {"volley", "pingpong-server"},
+    {"volley", "pingpong"},     {"volley", "echo-server"},  {"volley", "echo-client"}, {"volley", "session-load"},
+    {"traffic_generator"}};
+
+Result help_of(std::vector<std::string> program) {
+  program.push_back("--help");
+  return run(program);
+}
+
+// One option of a --help: "  -b, --bind ADDRESS   Address to listen on [default: 127.0.0.1]",
+// its description perhaps on the next lines.
+struct HelpOption {
+  std::string short_name;   // "-b", or empty
+  std::string name;         // "--bind"
+  std::string value;        // "ADDRESS"; empty for a flag
+  std::string description;  // the rest, lines joined
+  std::string text;         // all of it
+};
+
+std::vector<HelpOption> help_options(const std::string& help) {
+  const std::regex head(R"(^  (?:(-\w), )?(--[a-z][a-z0-9-]*)(?: (\S+(?: \.\.\.)?))?(?:\s+(.*))?$)");
+  std::vector<HelpOption> options;
+  std::istringstream lines(help);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, head)) {
+      if (m[2] == "--help") continue;
+      options.push_back({m[1], m[2], m[3], m[4], line});
+    } else if (!options.empty() && line.starts_with("     ") && line.find_first_not_of(' ') != std::string::npos) {
+      const std::string more = line.substr(line.find_first_not_of(' '));
+      HelpOption& last = options.back();
+      last.description += last.description.empty() ? more : " " + more;
+      last.text += " " + more;
+    }
+  }
+  return options;
+}
+
 }  // namespace
 
 TEST(Cli, HelpListsEveryCommandAndFlag) {
@@ -41,12 +85,12 @@ TEST(Cli, HelpListsEveryCommandAndFlag) {
   const Result target = run({"volley", "target", "--help"});
   EXPECT_EQ(target.code, 0);
   for (const char* flag : {"--port", "--threads", "--handler", "--reply", "--json", "--no-progress", "--port-file",
-                           "--heartbeat-ms", "--heartbeat-misses", "--design", "--metrics"})
+                           "--heartbeat", "--heartbeat-misses", "--design", "--metrics"})
     EXPECT_NE(target.out.find(flag), std::string::npos) << flag;
   const Result gen = run({"traffic_generator", "--help"});
   EXPECT_EQ(gen.code, 0);
-  for (const char* flag : {"-m", "-t", "--host", "--port", "--connections", "--rate", "--random-payload",
-                           "--allow-invalid", "--json", "--heartbeat-ms"})
+  for (const char* flag : {"-m", "-t", "--address", "--port", "--connections", "--rate", "--random-payload",
+                           "--allow-invalid", "--json", "--heartbeat"})
     EXPECT_NE(gen.out.find(flag), std::string::npos) << flag;
 }
 
@@ -79,7 +123,7 @@ TEST(Cli, GeneratorRejectsBadSpecsClearly) {
       {{"-m", "zz:64:100"}, "TYPE must be a 16-bit hex number"},
       {{"-m", "1001:x:100"}, "SIZE must be a decimal"},
       {{"-m", "1001:64:0"}, "FRACTION must be a whole number from 1 to 100"},
-      {{"-m", "1001:64:100", "-t", "-1"}, "-t"},
+      {{"-m", "1001:64:100", "-t", "-1"}, "--duration: -1 is out of range"},
       {{"-m", "1001:64:100", "--connections", "0"}, "connections"},
       {{"-m", "1001:64:100", "--bogus"}, "--bogus"},
   };
@@ -121,11 +165,11 @@ TEST(Cli, TargetRejectsBadFlagsAndATakenPort) {
 TEST(Cli, NetemAndArqToolsDescribeTheirFlagsAndRefuseBadOnes) {
   const Result netem = run({"volley", "netem", "--help"});
   EXPECT_EQ(netem.code, 0);
-  for (const char* flag : {"--listen", "--forward", "--up", "--down", "--seed", "--json", "tun"})
+  for (const char* flag : {"--bind", "--port", "--forward", "--up", "--down", "--seed", "--json", "tun"})
     EXPECT_NE(netem.out.find(flag), std::string::npos) << flag;
   const Result send = run({"volley", "arq-send", "--help"});
   EXPECT_EQ(send.code, 0);
-  for (const char* flag : {"--to", "--protocol", "--window", "--count", "--interval", "--size", "--timeout"})
+  for (const char* flag : {"--address", "--port", "--protocol", "--window", "--count", "--every", "--size", "--rto"})
     EXPECT_NE(send.out.find(flag), std::string::npos) << flag;
   const Result bench = run({"volley", "arq-bench", "--help"});
   EXPECT_EQ(bench.code, 0);
@@ -144,7 +188,9 @@ TEST(Cli, NetemAndArqToolsDescribeTheirFlagsAndRefuseBadOnes) {
     EXPECT_NE(bad_count.code, 0) << count;
     EXPECT_NE(bad_count.err.find("--count"), std::string::npos) << bad_count.err;
   }
-  EXPECT_NE(run({"volley", "arq-recv"}).code, 0);  // --listen is required
+  const Result no_port = run({"volley", "arq-send", "--count", "1"});
+  EXPECT_EQ(no_port.code, 2);
+  EXPECT_NE(no_port.err.find("--port is required"), std::string::npos) << no_port.err;
   EXPECT_NE(run({"volley", "arq-bench", "--scenario", "9"}).code, 0);
 
   for (const char* flag : {"--fec", "--echo", "--drain-timeout"}) EXPECT_NE(send.out.find(flag), std::string::npos) << flag;
@@ -184,11 +230,11 @@ TEST(Cli, ArqSimIsDeterministicAndDeliversEverything) {
 TEST(Cli, SessionLoadDescribesItsFlagsAndRefusesBadOnes) {
   const Result help = run({"volley", "session-load", "--help"});
   EXPECT_EQ(help.code, 0);
-  for (const char* flag : {"--connections", "--seconds", "--rate", "--heartbeat-ms", "--framing", "--tls", "--json"})
+  for (const char* flag : {"--connections", "--duration", "--rate", "--heartbeat", "--framing", "--tls", "--json"})
     EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
-  const Result no_heartbeats = run({"volley", "session-load", "--heartbeat-ms", "0"});
+  const Result no_heartbeats = run({"volley", "session-load", "--heartbeat", "0"});
   EXPECT_EQ(no_heartbeats.code, 2);
-  EXPECT_NE(no_heartbeats.err.find("--heartbeat-ms must be above 0"), std::string::npos) << no_heartbeats.err;
+  EXPECT_NE(no_heartbeats.err.find("--heartbeat must be above 0"), std::string::npos) << no_heartbeats.err;
   EXPECT_NE(run({"volley", "session-load", "--connections", "0"}).code, 0);
   EXPECT_NE(run({"volley", "session-load", "--rate", "-1"}).code, 0);
   // Nobody listening: says so and exits 1 (the port of a target that has stopped).
@@ -204,7 +250,7 @@ TEST(Cli, SessionLoadDescribesItsFlagsAndRefusesBadOnes) {
   EXPECT_NE(nobody.err.find("cannot connect"), std::string::npos) << nobody.err;
 }
 
-// Every duration flag of every program refuses what is not a finite number in
+// Every duration flag of every program refuses what is not a finite duration in
 // its documented range, with a message naming the flag, and a non-zero exit.
 // Before the one duration check (tools/volley/duration_flag.hpp), "nan" passed
 // every range check: --handshake-timeout nan turned the handshake deadline
@@ -214,45 +260,89 @@ TEST(Cli, SessionLoadDescribesItsFlagsAndRefusesBadOnes) {
 // in each program's --help, so a duration flag added later without the check
 // fails here too.
 TEST(Cli, EveryDurationFlagRefusesNanInfinityNegativeAndHuge) {
-  const std::vector<std::vector<std::string>> programs{
-      {"volley", "target"},       {"volley", "gen"},          {"volley", "netem"},       {"volley", "netem", "tun"},
-      {"volley", "arq-send"},     {"volley", "arq-recv"},     {"volley", "arq-bench"},   {"volley", "arq-sim"},
-      {"volley", "rpc-server"},   {"volley", "rpc-bench"},    {"volley", "pingpong-server"},
-      {"volley", "pingpong"},     {"volley", "echo-server"},  {"volley", "echo-client"}, {"volley", "session-load"},
-      {"traffic_generator"}};
-  // "  -z,--seconds FLOAT:0.01 to 2592000 seconds=1  Seconds of ..."
-  const std::regex option(R"(^\s+(?:-\w,)?(--[a-z][a-z-]*) FLOAT(:[^=\s]*(?: [^=\s]+)*)?)");
-  const std::regex duration_name("(timeout|duration|seconds|interval|idle|time)$");
   int checked = 0;
-  for (const auto& program : programs) {
-    auto argv = program;
-    argv.push_back("--help");
-    const Result help = run(argv);
-    ASSERT_EQ(help.code, 0) << argv[1];
-    std::istringstream lines(help.out);
-    for (std::string line; std::getline(lines, line);) {
-      std::smatch m;
-      if (!std::regex_search(line, m, option) || !std::regex_search(m[1].str(), duration_name)) continue;
-      const std::string flag = m[1];
-      const std::string where = program.back() + " " + flag;
-      const std::string range = m[2];
-      EXPECT_TRUE(range.ends_with(" seconds") || range.ends_with(" ms"))
-          << where << ": a duration flag without the duration check (help: " << line << ")";
+  for (const auto& program : kPrograms) {
+    const Result help = help_of(program);
+    ASSERT_EQ(help.code, 0) << program.back();
+    for (const HelpOption& o : help_options(help.out)) {
+      if (o.value != "DURATION") continue;
+      const std::string where = program.back() + " " + o.name;
       // NaN at every flag (what the range checks let through); the other
       // refusals once, at the first flag: each start of a sanitizer build costs
       // about a second.
-      const std::vector<std::string> values =
-          checked == 0 ? std::vector<std::string>{"nan", "inf", "-1", "1e12"} : std::vector<std::string>{"nan"};
+      const std::vector<std::string> values = checked == 0
+                                                  ? std::vector<std::string>{"nan", "inf", "-1", "1e12", "5parsecs", "ms"}
+                                                  : std::vector<std::string>{"nan"};
       for (const std::string& bad : values) {
         auto with = program;
-        with.insert(with.end(), {flag, bad});
+        with.insert(with.end(), {o.name, bad});
         const Result r = run(with);
         EXPECT_NE(r.code, 0) << where << " " << bad;
         EXPECT_NE(r.code, -1) << where << " " << bad << ": still running after 30 s";
-        EXPECT_NE(r.err.find(flag), std::string::npos) << where << " " << bad << ": " << r.err;
+        EXPECT_NE(r.err.find(o.name), std::string::npos) << where << " " << bad << ": " << r.err;
       }
       ++checked;
     }
   }
   EXPECT_GE(checked, 18) << "fewer duration flags found than the programs have";
+}
+
+// The one convention of every program's flags (docs/TOOLS.md, "Conventions"),
+// read from each one's --help, so a flag added later that departs from it
+// fails here:
+// - a server names where it listens with -b/--bind ADDRESS and -p/--port PORT,
+//   a client the server it connects to with -a/--address ADDRESS and
+//   -p/--port PORT; both default to 127.0.0.1; never both in one program;
+// - a ready program writes its port with --port-file (never also --ready-file);
+// - a duration is one DURATION value (250ms, 1.5s, 2min; a bare number is
+//   seconds): no flag carries its unit in its name (--x-ms, --seconds) and a
+//   flag named like a duration takes one;
+// - the value is named by what it is or lists its choices, never with the
+//   parser's type text; the default is shown once, as "[default: X]" at the
+//   end of the description.
+TEST(Cli, EveryProgramsHelpFollowsTheFlagConvention) {
+  const std::regex parser_text(R"(\b(INT|UINT|FLOAT|TEXT|ENUM|BOOLEAN|REQUIRED)\b|\{(true|false)\}| in \[| in \{|->|OR \{)");
+  const std::regex named_like_a_duration("(timeout|duration|idle|heartbeat|every|rto|lost-after)$");
+  const std::regex unit_in_name("-(ms|us|s|sec|secs|seconds|millis)$|^--(seconds|time|interval|timeout)$");
+  const std::regex default_anywhere("default", std::regex::icase);
+  const std::regex default_at_end(R"( \[default: [^\]]+\]$)");
+  int options = 0;
+  for (const auto& program : kPrograms) {
+    const Result help = help_of(program);
+    ASSERT_EQ(help.code, 0) << program.back();
+    const std::string name = program.size() > 1 ? program[1] + (program.size() > 2 ? " " + program[2] : "") : program[0];
+    std::map<std::string, HelpOption> by_name;
+    for (const HelpOption& o : help_options(help.out)) {
+      ++options;
+      by_name[o.name] = o;
+      const std::string where = name + " " + o.name;
+      EXPECT_FALSE(std::regex_search(o.text, parser_text)) << where << ": parser type text in: " << o.text;
+      EXPECT_FALSE(std::regex_search(o.name, unit_in_name)) << where << ": a unit in the flag's name";
+      if (std::regex_search(o.name, named_like_a_duration)) {
+        EXPECT_EQ(o.value, "DURATION") << where << " is named like a duration: " << o.text;
+      }
+      const auto defaults = std::distance(std::sregex_iterator(o.text.begin(), o.text.end(), default_anywhere),
+                                          std::sregex_iterator());
+      EXPECT_LE(defaults, 1) << where << ": the default said more than once: " << o.text;
+      if (defaults == 1) {
+        EXPECT_TRUE(std::regex_search(o.description, default_at_end))
+            << where << ": the default is not \"[default: X]\" at the end: " << o.text;
+      }
+    }
+    for (const char* gone : {"--listen", "--to", "--host", "--heartbeat-ms", "--idle-timeout-ms", "--seconds"})
+      EXPECT_EQ(by_name.count(gone), 0u) << name << " shows the old spelling " << gone;
+    EXPECT_FALSE(by_name.count("--port-file") && by_name.count("--ready-file")) << name << ": two ready files";
+    const bool server = by_name.count("--bind") > 0, client = by_name.count("--address") > 0;
+    EXPECT_FALSE(server && client) << name << ": both --bind and --address";
+    if (server || client) {
+      const HelpOption& address = by_name[server ? "--bind" : "--address"];
+      EXPECT_EQ(address.short_name, server ? "-b" : "-a") << name;
+      EXPECT_EQ(address.value, "ADDRESS") << name;
+      EXPECT_TRUE(address.description.ends_with("[default: 127.0.0.1]")) << name << ": " << address.text;
+      ASSERT_EQ(by_name.count("--port"), 1u) << name;
+      EXPECT_EQ(by_name["--port"].short_name, "-p") << name;
+      EXPECT_EQ(by_name["--port"].value, "PORT") << name;
+    }
+  }
+  EXPECT_GE(options, 250) << "fewer options read than the programs have";
 }

@@ -195,7 +195,7 @@ TEST(Echo, HelpDescribesEveryFlagAndBadFlagsFail) {
   TempDir dir;
   ChildProcess help({bin("volley"), "echo-client", "--help"}, dir.file("help"));
   ASSERT_EQ(help.wait_for(20s).value_or(-1), 0);
-  for (const char* flag : {"--proto", "--address", "--port", "--threads", "--clients", "--messages", "--size", "--seconds",
+  for (const char* flag : {"--proto", "--address", "--port", "--threads", "--clients", "--messages", "--size", "--duration",
                            "--rtt", "--busy-poll", "--ca", "--insecure", "--tls-version", "--json"})
     EXPECT_NE(help.stdout_text().find(flag), std::string::npos) << flag;
   ChildProcess server_help({bin("volley"), "echo-server", "--help"}, dir.file("server-help"));

@@ -5,9 +5,11 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.hpp"
+#include "help_format.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"traffic_generator: send a mix of gNB messages to a target (same as `volley gen`)"};
+  volley::tools::use_help_format(app);
   volley::tools::Runner run = volley::tools::add_gen_options(app);
   CLI11_PARSE(app, argc, argv);
   // Logs go to stderr: stdout carries the reports, JSON included.

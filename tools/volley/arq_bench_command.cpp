@@ -196,8 +196,10 @@ void execute_processes(Run& run, const ArqOptions& o, const std::string& out_dir
   const std::string base = out_dir + "/" + run.name;
   const std::string csv = base + ".csv";
   std::filesystem::remove(base + ".port");
-  std::vector<std::string> recv_args{self_executable(), "arq-recv", "--listen", listen_address, "--port-file",
-                                     base + ".port"};
+  const std::size_t colon = listen_address.rfind(':');
+  std::vector<std::string> recv_args{self_executable(),         "arq-recv", "--bind", listen_address.substr(0, colon),
+                                     "--port",                  listen_address.substr(colon + 1),
+                                     "--port-file",             base + ".port"};
   if (!run.scenario->echo) recv_args.insert(recv_args.end(), {"--csv", csv});
   for (auto& a : tool_args(run, o, protocol)) recv_args.push_back(a);
   const auto start = std::chrono::steady_clock::now();
@@ -207,9 +209,18 @@ void execute_processes(Run& run, const ArqOptions& o, const std::string& out_dir
     r.error = "arq-recv did not start (see " + run.name + ".recv.json.err)";
     return;
   }
-  std::vector<std::string> send_args{self_executable(), "arq-send", "--to", to(std::stoi(port)), "--count",
-                                     std::to_string(run.scenario->count), "--interval",
-                                     fmt::format("{}", run.scenario->interval_ms)};
+  const std::string receiver = to(std::stoi(port));
+  const std::size_t receiver_colon = receiver.rfind(':');
+  std::vector<std::string> send_args{self_executable(),
+                                     "arq-send",
+                                     "--address",
+                                     receiver.substr(0, receiver_colon),
+                                     "--port",
+                                     receiver.substr(receiver_colon + 1),
+                                     "--count",
+                                     std::to_string(run.scenario->count),
+                                     "--every",
+                                     fmt::format("{}ms", run.scenario->interval_ms)};
   if (run.scenario->echo) send_args.insert(send_args.end(), {"--csv", csv});
   for (auto& a : tool_args(run, o, protocol)) send_args.push_back(a);
   Child send(wrap(send_args, true), base + ".send.json");
@@ -363,18 +374,20 @@ Runner add_arq_bench_command(CLI::App& app) {
                   "'state 1% 5%'; 5: KCP-style, 30-62 ms, 5% loss, 20 ms apart, echoed, round trips)")
       ->check(CLI::Range(1, 5));
   cmd->add_option("--variant", b->variants,
-                  "Variants instead of each scenario's own: sr, gbn, saw, sr+fec=K:M, sr+fec=adaptive, sctp, tcp");
-  cmd->add_option("--seeds", b->seeds, "Seeds per variant (default: the scenario's own, 1 to 5)")->check(CLI::Range(1, 100));
+                  "Variants instead of each scenario's own: sr, gbn, saw, sr+fec=K:M, sr+fec=adaptive, sctp, tcp")
+      ->type_name("VARIANT");
+  cmd->add_option("--seeds", b->seeds, "Seeds per variant")
+      ->default_str("the scenario's own, 1 to 5")
+      ->check(CLI::Range(1, 100));
   cmd->add_option("--window", o->window, "Window in packets")->capture_default_str();
-  cmd->add_option("--size", o->size, "Message size in bytes for scenarios 1-4")->capture_default_str();
-  cmd->add_option("--timeout", o->fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298)")
-      ->check(duration_range(0, 600e3, "ms"));
+  cmd->add_option("--size", o->size, "Message size for scenarios 1-4")->type_name("BYTES")->capture_default_str();
+  add_rto_flag(*cmd, o->fixed_timeout_s);
   cmd->add_option("--fast-retransmit-after", o->fast_retransmit_after,
                   "Selective repeat: resend a hole once this many later packets are acked")
       ->capture_default_str();
-  cmd->add_option("--out", b->out, "Folder for the CSV files and summary.json")->capture_default_str();
-  cmd->add_flag("--no-tcp{false}", b->tcp, "Skip the TCP baseline over network namespaces (it needs root)");
-  cmd->add_flag("--no-sctp{false}", b->sctp, "Skip the SCTP runs");
+  cmd->add_option("--out", b->out, "Folder for the CSV files and summary.json")->type_name("DIR")->capture_default_str();
+  cmd->add_flag("!--no-tcp", b->tcp, "Skip the TCP baseline over network namespaces (it needs root)");
+  cmd->add_flag("!--no-sctp", b->sctp, "Skip the SCTP runs");
   return [o, b] {
     if (auto e = check_arq_options(*o); !e.empty()) {
       tools::print(stderr, "volley arq-bench: {}\n", e);

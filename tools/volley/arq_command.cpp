@@ -43,14 +43,20 @@ ArqConfigs make_configs(const ArqOptions& o) {
   c.sender.window = c.receiver.window = o.window;
   c.sender.max_payload = kMaxMessageSize;  // one datagram within a 1500-byte MTU
   c.sender.fast_retransmit_after = o.fast_retransmit_after;
-  if (o.fixed_timeout_ms > 0)
-    c.sender.rto.fixed = std::chrono::duration_cast<arq::Nanos>(std::chrono::duration<double, std::milli>(o.fixed_timeout_ms));
+  if (o.fixed_timeout_s > 0)
+    c.sender.rto.fixed = std::chrono::duration_cast<arq::Nanos>(std::chrono::duration<double>(o.fixed_timeout_s));
   if (!o.fec.empty()) {
     arq::FecConfig fec;
     std::string ignored;  // checked by check_arq_options
     if (arq::parse_fec(o.fec, fec, ignored)) c.fec = fec;
   }
   return c;
+}
+
+void add_rto_flag(CLI::App& cmd, double& fixed_timeout_s) {
+  add_duration_option(cmd, "--rto", fixed_timeout_s, "A fixed retransmission timeout", 0.0, 600.0, false)
+      ->default_str("the RFC 6298 estimate");
+  add_old_duration_alias(cmd, "--timeout", fixed_timeout_s, 1e-3, 0.0, 600.0);
 }
 
 std::string check_arq_options(const ArqOptions& o) {
@@ -101,7 +107,7 @@ int run_recv(const ArqOptions& o, const MetricsFlags& metrics_flags, const Progr
   }
   const auto listen = parse_udp_endpoint(o.address);
   if (!listen) {
-    tools::print(stderr, "volley arq-recv: --listen must be ADDRESS:PORT\n");
+    tools::print(stderr, "volley arq-recv: '{}' is not a numeric address and port\n", o.address);
     return 2;
   }
   // Everything here runs on the server's serial executor but the metrics endpoint.
@@ -219,7 +225,7 @@ int run_send(const ArqOptions& o) {
   }
   const auto to = parse_udp_endpoint(o.address);
   if (!to) {
-    tools::print(stderr, "volley arq-send: --to must be ADDRESS:PORT\n");
+    tools::print(stderr, "volley arq-send: '{}' is not a numeric address and port\n", o.address);
     return 2;
   }
   asio::io_context loop(1);
@@ -246,7 +252,7 @@ int run_send(const ArqOptions& o) {
     round_trips.push_back({s.seq, s.input_ns, arq::ArqChannel::now().count()});
     if (round_trips.size() == o.count) finish();
   };
-  const auto interval = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double, std::milli>(o.interval_ms));
+  const auto interval = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(o.interval_s));
   auto start = std::chrono::steady_clock::now();  // set again once connected: pacing starts at the first message
   std::function<void()> tick = [&] {
     if (next == o.count) {
@@ -320,11 +326,13 @@ int run_send(const ArqOptions& o) {
 void add_common(CLI::App& cmd, ArqOptions& o) {
   cmd.add_option("--protocol", o.protocol,
                  "sr (selective repeat), gbn (go-back-N), saw (stop-and-wait), tcp, or sctp (over UDP, in user space)")
+      ->option_text("sr|gbn|saw|tcp|sctp")
       ->capture_default_str();
   cmd.add_flag("--echo", o.echo,
                "The receiver sends every message back over the same protocol; the sender reports round trips");
   cmd.add_option("--window", o.window, "Window in packets (sender and receiver)")->capture_default_str()->check(CLI::Range(1, 65535));
-  cmd.add_option("--size", o.size, "Message size in bytes (16 bytes of it are the sequence and input time)")
+  cmd.add_option("--size", o.size, "Message size (16 bytes of it are the sequence and input time)")
+      ->type_name("BYTES")
       ->capture_default_str();
   cmd.add_flag("--json", o.json, "Print the report as JSON");
 }
@@ -334,37 +342,53 @@ void add_common(CLI::App& cmd, ArqOptions& o) {
 Runner add_arq_commands(CLI::App& app) {
   auto o = std::make_shared<ArqOptions>();
   auto* send = app.add_subcommand("arq-send", "Send a message every interval over an ARQ channel (or TCP)");
-  send->add_option("--to", o->address, "ADDRESS:PORT of the receiver (or of a netem relay)")->required();
+  o->host = kDefaultBind;
+  add_connect_flags(*send, o->host, o->port);
+  send->get_option("--port")->default_str("")->description("Port of the receiver, or of a netem relay (required)");
+  send->add_option("--to", o->address)->group("");  // the old spelling: ADDRESS:PORT
   send->add_option("--count", o->count, "Messages to send")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
-  send->add_option("--interval", o->interval_ms, "Milliseconds between messages")->capture_default_str()->check(duration_range(0, 3600e3, "ms"));
-  send->add_option("--timeout", o->fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298 estimate)")
-      ->check(duration_range(0, 600e3, "ms"));
+  add_duration_option(*send, "--every", o->interval_s, "Time between messages", 0.0, 3600.0);
+  add_old_duration_alias(*send, "--interval", o->interval_s, 1e-3, 0.0, 3600.0);
+  add_rto_flag(*send, o->fixed_timeout_s);
   send->add_option("--fec", o->fec,
                    "ARQ schemes: send M repair packets after every K data packets (K:M), or size them to the "
-                   "measured loss (adaptive); the receiver needs no option");
-  send->add_option("--drain-timeout", o->drain_timeout_s,
-                   "Seconds after the last message to wait for delivery (and echoes) before giving up")
-      ->capture_default_str()
-      ->check(duration_range(0.001, 86400.0));
-  send->add_option("--csv", o->csv, "With --echo: write seq,input_ns,delivered_ns,delay_ms per round trip");
+                   "measured loss (adaptive); the receiver needs no option")
+      ->option_text("K:M|adaptive");
+  add_duration_option(*send, "--drain-timeout", o->drain_timeout_s,
+                      "Time after the last message to wait for delivery (and echoes) before giving up", 0.001, 86400.0);
+  send->add_option("--csv", o->csv, "With --echo: write seq,input_ns,delivered_ns,delay_ms per round trip")
+      ->type_name("FILE");
   send->add_option("--fast-retransmit-after", o->fast_retransmit_after,
                    "Selective repeat: resend a hole once this many later packets are acked (0: never)")
       ->capture_default_str();
   add_common(*send, *o);
   auto* recv = app.add_subcommand("arq-recv", "Receive an ARQ channel (or TCP) and report per-message delay");
-  recv->add_option("--listen", o->address, "ADDRESS:PORT to receive on")->required();
-  recv->add_option("--csv", o->csv, "Write seq,input_ns,delivered_ns,delay_ms per message (one-way; not with --echo)");
-  recv->add_option("--ready-file", o->ready_file, "Write this file once listening");
+  add_bind_flags(*recv, o->host, o->port);
+  recv->add_option("--listen", o->address)->group("");  // the old spelling: ADDRESS:PORT
+  recv->add_option("--csv", o->csv, "Write seq,input_ns,delivered_ns,delay_ms per message (one-way; not with --echo)")
+      ->type_name("FILE");
   recv->add_option("--port-file", o->port_file,
-                   "Once listening, write the port to this file (atomically: whole or not at all)");
+                   "Once listening, write the port to this file (atomically: whole or not at all)")
+      ->type_name("FILE");
+  recv->add_option("--ready-file", o->ready_file)->group("");  // the old spelling: writes "ready"
   add_common(*recv, *o);
   auto metrics = std::make_shared<MetricsFlags>();
   add_metrics_flag(*recv, *metrics);
   auto design = std::make_shared<ProgramDesign>();
   add_program_design_flags(*recv, *design, "the channel's socket, timer and state machine");
-  return [o, send, metrics, design]() { return send->parsed() ? run_send(*o) : run_recv(*o, *metrics, *design); };
+  return [o, send, metrics, design]() {
+    if (o->address.empty()) {
+      if (send->parsed() && send->count("--port") == 0) {
+        tools::print(stderr, "volley arq-send: --port is required (the receiver's, or a netem relay's)\n");
+        return 2;
+      }
+      o->address = o->host.find(':') == std::string::npos ? fmt::format("{}:{}", o->host, o->port)
+                                                            : fmt::format("[{}]:{}", o->host, o->port);
+    }
+    return send->parsed() ? run_send(*o) : run_recv(*o, *metrics, *design);
+  };
 }
 
 }  // namespace volley::tools

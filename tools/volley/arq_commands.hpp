@@ -11,19 +11,25 @@
 
 #include "endpoint.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace volley::tools {
 
 // The largest message the ARQ tools carry: one datagram within a 1500-byte MTU, less the ARQ header.
 inline constexpr std::size_t kMaxMessageSize = 1472 - arq::kDataHeaderSize;
 
 struct ArqOptions {
-  std::string address;
+  std::string address;  // ADDRESS:PORT: the receiver's (arq-send) or where to listen (arq-recv)
+  std::string host;     // --address (arq-send) or --bind (arq-recv); with `port`, makes `address`
+  std::uint16_t port = 0;
   std::string protocol = "sr";
   std::uint32_t window = 100;  // the classic benchmark's window
   std::uint64_t count = 1000;
-  double interval_ms = 25;
+  double interval_s = 0.025;
   std::size_t size = 1000;
-  double fixed_timeout_ms = 0;
+  double fixed_timeout_s = 0;
   std::uint32_t fast_retransmit_after = 3;  // selective acks past a hole before it is resent
   std::string fec;            // ARQ schemes: "K:M" or "adaptive" repairs after the data; empty: none
   bool echo = false;          // the receiver sends each message back; the sender measures round trips
@@ -43,5 +49,8 @@ struct ArqConfigs {
 std::optional<arq::Scheme> parse_scheme(const std::string& name);
 ArqConfigs make_configs(const ArqOptions& o);
 std::string check_arq_options(const ArqOptions& o);
+
+// Adds --rto (and the old --timeout, in milliseconds) to `cmd`.
+void add_rto_flag(CLI::App& cmd, double& fixed_timeout_s);
 
 }  // namespace volley::tools

@@ -22,8 +22,8 @@ Configs configs_for(const ArqVariant& v, const ArqSimOptions& o) {
   c.sender.window = c.receiver.window = o.window;
   c.sender.max_payload = 65000;
   c.sender.fast_retransmit_after = o.fast_retransmit_after;
-  if (o.fixed_timeout_ms > 0)
-    c.sender.rto.fixed = std::chrono::duration_cast<Nanos>(std::chrono::duration<double, std::milli>(o.fixed_timeout_ms));
+  if (o.fixed_timeout_s > 0)
+    c.sender.rto.fixed = std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(o.fixed_timeout_s));
   return c;
 }
 

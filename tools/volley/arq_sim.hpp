@@ -34,7 +34,7 @@ struct ArqSimOptions {
   std::uint32_t window = 100;
   std::size_t size = 1000;
   std::uint32_t fast_retransmit_after = 3;
-  double fixed_timeout_ms = 0;
+  double fixed_timeout_s = 0;
 };
 
 ArqRunResult simulate_arq(const ArqScenario& scenario, const ArqVariant& variant, const ArqSimOptions& options,

@@ -7,6 +7,7 @@
 #include <boost/json/array.hpp>
 #include <fmt/core.h>
 
+#include "arq_commands.hpp"
 #include "arq_report.hpp"
 #include "output.hpp"
 #include "duration_flag.hpp"
@@ -76,18 +77,21 @@ Runner add_arq_sim_command(CLI::App& app) {
                   "selective repeat with and without FEC; 4: as 3 with burst loss; 5: KCP-style round trips)")
       ->check(CLI::Range(1, 5));
   cmd->add_option("--variant", o->variants,
-                  "Variants to run instead of each scenario's own: sr, gbn, saw, sr+fec=K:M, sr+fec=adaptive");
-  cmd->add_option("--seeds", o->seeds, "Seeds per variant (default: the scenario's own, 1 to 5)")->check(CLI::Range(1, 1000));
+                  "Variants to run instead of each scenario's own: sr, gbn, saw, sr+fec=K:M, sr+fec=adaptive")
+      ->type_name("VARIANT");
+  cmd->add_option("--seeds", o->seeds, "Seeds per variant")
+      ->default_str("the scenario's own, 1 to 5")
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--window", o->sim.window, "Window in packets")->capture_default_str()->check(CLI::Range(1, 65535));
-  cmd->add_option("--size", o->sim.size, "Message size in bytes for scenarios 1-4")
+  cmd->add_option("--size", o->sim.size, "Message size for scenarios 1-4")
+      ->type_name("BYTES")
       ->capture_default_str()
       ->check(CLI::Range(16, 65000));
   cmd->add_option("--fast-retransmit-after", o->sim.fast_retransmit_after,
                   "Selective repeat: resend a hole once this many later packets are acked (0: never)")
       ->capture_default_str();
-  cmd->add_option("--timeout", o->sim.fixed_timeout_ms, "Fixed retransmission timeout in ms (default: RFC 6298)")
-      ->check(duration_range(0, 600e3, "ms"));
-  cmd->add_option("--out", o->out, "Folder for per-message CSV files and summary.json");
+  add_rto_flag(*cmd, o->sim.fixed_timeout_s);
+  cmd->add_option("--out", o->out, "Folder for per-message CSV files and summary.json")->type_name("DIR");
   cmd->add_flag("--json", o->json, "Print the summary as JSON instead of the table");
   return [o] { return run_sim(*o); };
 }

@@ -1,5 +1,7 @@
 // `volley echo-client`: the pipelined echo benchmark client (the classic flags,
 // report lines) over TCP, TLS or UDP, plus --rtt for true round trips.
+#include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -24,6 +26,7 @@
 #include "echo_common.hpp"
 #include "file_limit.hpp"
 #include "json_output.hpp"
+#include "listening.hpp"
 
 namespace volley::tools {
 namespace {
@@ -40,7 +43,7 @@ struct EchoClientOptions {
   std::size_t messages = 1000;
   std::size_t size = 32;
   double seconds = 10;
-  double loss_timeout_ms = 200;
+  double loss_timeout_s = 0.2;
   bool rtt = false;
   bool busy_poll = false;
   bool json = false;
@@ -110,7 +113,7 @@ int run_echo_client(const EchoClientOptions& o) {
   run.message_size = o.size;
   run.in_flight = o.rtt ? 1 : o.messages;
   run.rtt = o.rtt;
-  run.loss_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.loss_timeout_ms));
+  run.loss_timeout = std::chrono::milliseconds(std::max<std::int64_t>(1, std::llround(o.loss_timeout_s * 1e3)));
   run.pattern = std::make_shared<EchoPattern>(std::max<std::size_t>(256 * 1024, run.in_flight * o.size + o.size));
 
   std::vector<std::unique_ptr<EchoClientCounters>> counters;
@@ -228,8 +231,7 @@ Runner add_echo_client_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("echo-client", "Pipelined echo benchmark client (clients x messages in flight, throughput and latency report) over TCP, TLS, UDP, WebSocket or WebSocket over TLS");
   auto o = std::make_shared<EchoClientOptions>();
   add_proto_option(*cmd, o->proto);
-  cmd->add_option("-a,--address", o->address, "Server address (numeric)")->capture_default_str();
-  cmd->add_option("-p,--port", o->port, "Server port")->capture_default_str();
+  add_connect_flags(*cmd, o->address, o->port);
   cmd->add_option("-t,--threads", o->threads, "Client loops (threads); clients are spread over them")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
@@ -237,21 +239,26 @@ Runner add_echo_client_command(CLI::App& app) {
   cmd->add_option("-m,--messages", o->messages, "Messages in flight per client (ignored with --rtt: 1)")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
-  cmd->add_option("-s,--size", o->size, "Message size in bytes")->check(CLI::Range(1, 16 << 20))->capture_default_str();
-  cmd->add_option("-z,--seconds", o->seconds, "Seconds of benchmarking")->check(duration_range(0.01, kMaxRunSeconds))->capture_default_str();
-  cmd->add_option("--loss-timeout", o->loss_timeout_ms,
-                 "UDP: milliseconds after which a datagram not echoed counts as lost (and is replaced)")
-      ->check(duration_range(1, 600e3, "ms"))
-      ->capture_default_str();
+  cmd->add_option("-s,--size", o->size, "Message size")->type_name("BYTES")->check(CLI::Range(1, 16 << 20))->capture_default_str();
+  add_duration_option(*cmd, "-z,--duration", o->seconds, "How long to benchmark", 0.01, kMaxRunSeconds);
+  add_old_duration_alias(*cmd, "--seconds", o->seconds, 1.0, 0.01, kMaxRunSeconds);
+  add_duration_option(*cmd, "--lost-after", o->loss_timeout_s,
+                      "UDP: time after which a datagram not echoed counts as lost (and is replaced)", 0.001, 600.0);
+  add_old_duration_alias(*cmd, "--loss-timeout", o->loss_timeout_s, 1e-3, 0.001, 600.0);
   cmd->add_flag("--rtt", o->rtt, "One message in flight per client; time every round trip (min/p50/p90/p99/p99.9/max)");
   cmd->add_flag("--busy-poll", o->busy_poll, "Client loops spin instead of sleeping in the kernel (a CPU each)");
-  cmd->add_option("--ca", o->ca, "TLS: CA certificate file to verify the server with (default: the system's)")
+  cmd->add_option("--ca", o->ca, "TLS: CA certificate file to verify the server with")
+      ->type_name("FILE")
+      ->default_str("the system's")
       ->check(CLI::ExistingFile);
   cmd->add_flag("--insecure", o->insecure, "TLS: do not verify the server's certificate (says so loudly)");
-  cmd->add_option("--tls-version", o->tls_version, "TLS: any (1.2 or 1.3), 1.2 or 1.3")
+  cmd->add_option("--tls-version", o->tls_version, "TLS: the versions offered (any: 1.2 or 1.3)")
+      ->option_text("any|1.2|1.3")
       ->check(CLI::IsMember({"any", "1.2", "1.3"}))
       ->capture_default_str();
-  cmd->add_option("--ws-path", o->ws_path, "WebSocket: the request target of the upgrade")->capture_default_str();
+  cmd->add_option("--ws-path", o->ws_path, "WebSocket: the request target of the upgrade")
+      ->type_name("PATH")
+      ->capture_default_str();
   cmd->add_flag("--on-connection", o->on_connection,
                 "tcp, tls: run on Volley's own connection (the client ws and wss use) instead of plain Asio streams, "
                 "to compare transports with the client alike");

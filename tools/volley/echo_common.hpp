@@ -31,7 +31,8 @@ inline void add_proto_option(CLI::App& cmd, EchoProto& proto) {
                  "tcp, tls (OpenSSL, TLS 1.2/1.3), udp (one datagram per message), ws (WebSocket binary messages) or "
                  "wss (WebSocket over TLS)")
       ->transform(CLI::CheckedTransformer(protos, CLI::ignore_case))
-      ->capture_default_str();
+      ->option_text("tcp|tls|udp|ws|wss")
+      ->default_str("tcp");
 }
 
 inline bool uses_tls(EchoProto p) { return p == EchoProto::tls || p == EchoProto::wss; }

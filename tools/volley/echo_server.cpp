@@ -35,7 +35,7 @@ namespace asio = boost::asio;
 
 struct EchoServerOptions {
   EchoProto proto = EchoProto::tcp;
-  ListenFlags listen{.bind = "127.0.0.1", .port = 1111, .port_file = {}};
+  ListenFlags listen{.bind = kDefaultBind, .port = 1111, .port_file = {}};
   std::size_t threads = 1;
   bool busy_poll = false;
   net::Design design = net::Design::loop_per_thread;
@@ -302,18 +302,21 @@ Runner add_echo_server_command(CLI::App& app) {
   cmd->add_flag("--busy-poll", o->busy_poll, "Worker loops spin instead of sleeping in the kernel (a CPU each)");
   add_design_flag(*cmd, o->design);
   add_metrics_flag(*cmd, o->metrics);
-  cmd->add_option("--cert", o->tls.cert, "TLS: certificate chain (PEM)")->check(CLI::ExistingFile);
-  cmd->add_option("--key", o->tls.key, "TLS: private key (PEM)")->check(CLI::ExistingFile);
+  cmd->add_option("--cert", o->tls.cert, "TLS: certificate chain (PEM)")->type_name("FILE")->check(CLI::ExistingFile);
+  cmd->add_option("--key", o->tls.key, "TLS: private key (PEM)")->type_name("FILE")->check(CLI::ExistingFile);
   cmd->add_option("--client-ca", o->tls.client_ca, "TLS: require a client certificate signed by this CA (mutual TLS)")
+      ->type_name("FILE")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--handshake-timeout", o->tls.handshake_timeout_s,
-                  "TLS, WebSocket: seconds a client has to finish its handshake (TLS and upgrade); then it is closed and "
-                  "counted as a failed handshake")
-      ->capture_default_str()
-      ->check(duration_range(0.01, 3600.0));
-  cmd->add_option("--ws-path", o->ws.path, "WebSocket: the only request target served")->capture_default_str();
+  add_duration_option(*cmd, "--handshake-timeout", o->tls.handshake_timeout_s,
+                      "TLS, WebSocket: time a client has to finish its handshake (TLS and upgrade); then it is closed "
+                      "and counted as a failed handshake",
+                      0.01, 3600.0);
+  cmd->add_option("--ws-path", o->ws.path, "WebSocket: the only request target served")
+      ->type_name("PATH")
+      ->capture_default_str();
   cmd->add_option("--ws-max-message", o->ws.max_message,
-                  "WebSocket: longest message accepted, in bytes (longer: closed with code 1009)")
+                  "WebSocket: longest message accepted (longer: closed with code 1009)")
+      ->type_name("BYTES")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   cmd->add_flag("--json", o->json, "Print the final totals as JSON on stdout");

@@ -21,6 +21,7 @@
 #include "duration_flag.hpp"
 #include "gen_connection.hpp"
 #include "json_output.hpp"
+#include "listening.hpp"
 #include "session_options.hpp"
 #include "tls_flags.hpp"
 
@@ -48,7 +49,7 @@ struct GenOptions {
 };
 
 // Replies from the target reach the connection through a session with the gNB
-// codec (which takes keepalives; with --heartbeat-ms it sends them too).
+// codec (which takes keepalives; with --heartbeat it sends them too).
 class GenEvents final : public net::SessionEvents {
  public:
   explicit GenEvents(GenConnection& gen) : gen_(gen) {}
@@ -332,16 +333,20 @@ Runner add_gen_options(CLI::App& app) {
   app.add_option("-m,--message", o->specs,
                  "TYPE:SIZE:FRACTION, repeatable: hex type (1001 control, 1002 ack, 1003 nack, 1004 ack-checksum, "
                  "8001 data), body size in bytes, messages of every 100 (fractions add up to 100)")
+      ->option_text("TYPE:SIZE:FRACTION ...")
       ->required()
       ->take_all();
-  app.add_option("-t,--time", o->seconds, "Seconds to send")->capture_default_str()->check(duration_range(0.001, kMaxRunSeconds));
-  app.add_option("-a,--host", o->host, "Target address")->capture_default_str();
-  app.add_option("-p,--port", o->port, "Target TCP port")->capture_default_str();
+  add_duration_option(app, "-t,--duration", o->seconds, "How long to send", 0.001, kMaxRunSeconds);
+  add_old_duration_alias(app, "--time", o->seconds, 1.0, 0.001, kMaxRunSeconds);
+  add_connect_flags(app, o->host, o->port);
   app.add_option("-c,--connections", o->connections, "Parallel TCP connections")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
-  app.add_option("--threads", o->threads, "Event loops (default: min(connections, cores))")->check(CLI::Range(0, 256));
+  app.add_option("--threads", o->threads, "Event loops")
+      ->default_str("min(connections, cores)")
+      ->check(CLI::Range(0, 256));
   app.add_option("-r,--rate", o->rate, "Messages per second over all connections; 0 sends as fast as possible")
+      ->type_name("PER-SECOND")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--random-payload", o->random_payload, "Random body bytes instead of a constant filler");
@@ -349,7 +354,7 @@ Runner add_gen_options(CLI::App& app) {
                "Send unknown types and out-of-limit sizes on purpose (robustness testing)");
   add_heartbeat_flags(app, o->heartbeat_ms, o->heartbeat_misses,
                       "; the keepalive is six zero bytes, for a target that understands it (volley target "
-                      "--heartbeat-ms). Received keepalives are always accepted");
+                      "--heartbeat). Received keepalives are always accepted");
   app.add_flag("--json", o->json, "Print the final report as JSON on stdout");
   app.add_flag("!--no-progress", o->progress, "Do not print a progress line each second on stderr");
   add_tls_client_flags(app, o->tls);

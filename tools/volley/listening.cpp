@@ -13,35 +13,41 @@
 
 namespace volley::tools {
 
-void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
-  cmd.add_option("-b,--bind", flags.bind, "Address to listen on")->capture_default_str();
-  cmd.add_option("-p,--port", flags.port, "Port to listen on (0: any free port; see the listening line)")
+void add_bind_flags(CLI::App& cmd, std::string& bind, std::uint16_t& port, const std::string& what) {
+  cmd.add_option("-b,--bind", bind, "Address " + what + " (0.0.0.0: every IPv4 interface, :: every one)")
+      ->type_name("ADDRESS")
       ->capture_default_str();
+  cmd.add_option("-p,--port", port, "Port " + what + " (0: any free port; see the listening line)")
+      ->type_name("PORT")
+      ->capture_default_str();
+}
+
+void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
+  add_bind_flags(cmd, flags.bind, flags.port);
   cmd.add_option("--port-file", flags.port_file,
-                 "Once ready, write the port listened on to this file (atomically: whole or not at all)");
-  cmd.add_option("--shutdown-timeout", flags.shutdown_timeout_s,
-                 "On SIGINT/SIGTERM, seconds to let connections flush and close before aborting the rest "
-                 "(a peer that stopped reading cannot hold the stop up)")
-      ->capture_default_str()
-      ->check(duration_range(0.0, 3600.0));
+                 "Once ready, write the port listened on to this file (atomically: whole or not at all)")
+      ->type_name("FILE");
+  add_duration_option(cmd, "--shutdown-timeout", flags.shutdown_timeout_s,
+                      "On SIGINT/SIGTERM, time to let connections flush and close before aborting the rest "
+                      "(a peer that stopped reading cannot hold the stop up)",
+                      0.0, 3600.0);
   cmd.add_option("--max-queued", flags.max_queued,
                  "Per connection: bytes of replies queued for a peer that does not read at which the server stops "
                  "reading from it (resuming at a quarter)")
+      ->type_name("BYTES")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 34));
-  cmd.add_option("--max-queued-timeout", flags.max_queued_timeout_s,
-                 "Seconds a peer may keep a connection at --max-queued before it is disconnected as a slow consumer "
-                 "(0: never)")
-      ->capture_default_str()
-      ->check(duration_range(0.0, 86400.0));
+  add_duration_option(cmd, "--max-queued-timeout", flags.max_queued_timeout_s,
+                      "How long a peer may keep a connection at --max-queued before it is disconnected as a slow "
+                      "consumer (0: never)",
+                      0.0, 86400.0);
   cmd.add_option("--max-connections", flags.max_connections,
                  "Connections open at once; one more is accepted and closed at once, and counted (0: no limit)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{0}, std::size_t{10'000'000}));
-  cmd.add_option("--idle-timeout", flags.idle_timeout_s,
-                 "Seconds a connection may pass with no byte either way before it is closed (0: never)")
-      ->capture_default_str()
-      ->check(duration_range(0.0, 86400.0));
+  add_duration_option(cmd, "--idle-timeout", flags.idle_timeout_s,
+                      "How long a connection may pass with no byte either way before it is closed (0: never)", 0.0,
+                      86400.0);
   cmd.add_option_function<std::string>(
          "--io",
          [&flags](const std::string& name) {
@@ -53,7 +59,14 @@ void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
                      "loop-per-thread design; where io_uring cannot run, the server says why and uses the reactor)",
                      net::io_backend()))
       ->check(CLI::IsMember({"reactor", "uring"}))
-      ->option_text("reactor|uring (default reactor)");
+      ->option_text("reactor|uring")
+      ->default_str("reactor");
+}
+
+void add_connect_flags(CLI::App& cmd, std::string& address, std::uint16_t& port) {
+  cmd.add_option("-a,--address", address, "Server address (numeric)")->type_name("ADDRESS")->capture_default_str();
+  cmd.add_option("--host", address)->group("");
+  cmd.add_option("-p,--port", port, "Server port")->type_name("PORT")->capture_default_str();
 }
 
 void add_design_flag(CLI::App& cmd, net::Design& design) {
@@ -65,7 +78,8 @@ void add_design_flag(CLI::App& cmd, net::Design& design) {
          "loop-per-thread: one event loop per worker thread, each connection on one loop for life; "
          "thread-pool: one loop run by every worker thread, each connection on a strand of its own")
       ->check(CLI::IsMember({"loop-per-thread", "thread-pool"}))
-      ->option_text("loop-per-thread|thread-pool (default loop-per-thread)");
+      ->option_text("loop-per-thread|thread-pool")
+      ->default_str("loop-per-thread");
 }
 
 net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads, bool busy_poll) {

@@ -15,9 +15,14 @@ class App;
 
 namespace volley::tools {
 
+// The address every server program listens on unless --bind says otherwise:
+// this host only, so that a benchmark server is never open to the network by
+// surprise.
+inline constexpr const char* kDefaultBind = "127.0.0.1";
+
 // The flags every server program shares.
 struct ListenFlags {
-  std::string bind = "0.0.0.0";
+  std::string bind = kDefaultBind;
   std::uint16_t port = 0;
   std::string port_file;
   double shutdown_timeout_s = 5;
@@ -32,6 +37,14 @@ struct ListenFlags {
 // --max-queued-timeout, --max-connections, --idle-timeout and --io to `cmd`,
 // with `flags` holding the defaults.
 void add_listen_flags(CLI::App& cmd, ListenFlags& flags);
+
+// Adds -b/--bind and -p/--port, where a server program listens; `what` ends
+// "Address ..." and "Port ..." in the help.
+void add_bind_flags(CLI::App& cmd, std::string& bind, std::uint16_t& port, const std::string& what = "to listen on");
+
+// Adds -a/--address and -p/--port, naming the server a client program connects
+// to (the same two flags in every client; --host is the old spelling).
+void add_connect_flags(CLI::App& cmd, std::string& address, std::uint16_t& port);
 
 // Adds --design loop-per-thread|thread-pool (net::LoopPool says what each is).
 void add_design_flag(CLI::App& cmd, net::Design& design);

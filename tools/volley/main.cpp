@@ -9,14 +9,19 @@
 #include <volley/net/io_backend.hpp>
 
 #include "commands.hpp"
+#include "help_format.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"Volley: low-latency asynchronous messaging toolkit"};
+  volley::tools::use_help_format(app);
   app.require_subcommand(1);
   app.footer(std::string("I/O backend of this build: ") + volley::net::io_backend() +
              " (Asio's; chosen when Volley is compiled, CMake option VOLLEY_IO_URING)");
   std::string log_level = "info";
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")->capture_default_str();
+  app.add_option("--log-level", log_level, "How much to log on stderr")
+      ->option_text("trace|debug|info|warn|error|off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
 
   volley::tools::Runner run_target = volley::tools::add_target_command(app);
   auto* gen = app.add_subcommand("gen", "Traffic generator: send a mix of gNB messages to a target (as traffic_generator)");

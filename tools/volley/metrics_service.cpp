@@ -14,6 +14,7 @@ void add_metrics_flag(CLI::App& cmd, MetricsFlags& flags) {
   cmd.add_option("--metrics", flags.at,
                  "Serve /metrics (Prometheus text format) and /healthz over HTTP on ADDRESS:PORT (port 0: any free "
                  "one, printed as \"metrics http ADDRESS:PORT\")")
+      ->option_text("ADDRESS:PORT")
       ->check([](const std::string& text) -> std::string {
         return parse_udp_endpoint(text) ? std::string{} : "expected ADDRESS:PORT, e.g. 127.0.0.1:9100";
       });

@@ -36,7 +36,9 @@ namespace asio = boost::asio;
 using netem::LinkCounters;
 
 struct NetemOptions {
-  std::string listen = "127.0.0.1:9000";
+  std::string listen;  // ADDRESS:PORT, the old spelling of --bind and --port
+  std::string bind = kDefaultBind;
+  std::uint16_t port = 9000;
   std::string forward;
   std::string dev_a = "vnetem-a", dev_b = "vnetem-b";
   std::string up, down;
@@ -44,8 +46,8 @@ struct NetemOptions {
   double duration = 0;
   bool json = false;
   bool progress = true;
-  std::string ready_file;
-  std::string port_file;
+  std::string ready_file;  // tun: written once relaying
+  std::string port_file;   // udp
   std::string pcap;
   std::size_t max_clients = 1024;
   double client_idle_s = 60;
@@ -161,7 +163,7 @@ int serve(net::Server& server, const asio::any_io_executor& executor, Relay& rel
                        static_cast<std::uint16_t>(boost::json::value_to<std::uint64_t>(extra.at("port"))), o.port_file);
   metrics.start();
   if (!o.ready_file.empty()) {
-    // UDP mode writes the port it listens on (useful with --listen ADDRESS:0).
+    // UDP mode writes the port it listens on, as --port-file does (the old spelling's behaviour).
     const std::string tmp = o.ready_file + ".tmp";
     std::ofstream(tmp) << (extra.contains("port") ? std::to_string(boost::json::value_to<std::uint64_t>(extra.at("port"))) : "ready") << '\n';
     std::rename(tmp.c_str(), o.ready_file.c_str());
@@ -237,11 +239,15 @@ bool parse_both(const NetemOptions& o, netem::Impairment& up, netem::Impairment&
 int run_udp(const NetemOptions& o) {
   netem::Impairment up, down;
   if (!parse_both(o, up, down)) return 2;
-  const auto listen = parse_udp_endpoint(o.listen);
+  const std::string listen_text =
+      !o.listen.empty() ? o.listen
+      : o.bind.find(':') == std::string::npos ? fmt::format("{}:{}", o.bind, o.port)
+                                               : fmt::format("[{}]:{}", o.bind, o.port);
+  const auto listen = parse_udp_endpoint(listen_text);
   const auto forward = parse_udp_endpoint(o.forward);
   if (!listen || !forward) {
     tools::print(stderr, "volley netem: '{}': expected a numeric ADDRESS:PORT such as 127.0.0.1:9000\n",
-               listen ? o.forward : o.listen);
+               listen ? o.forward : listen_text);
     return 2;
   }
   if (auto e = check_program_design(o.design); !e.empty()) {
@@ -257,7 +263,7 @@ int run_udp(const NetemOptions& o) {
         .client_idle = std::chrono::milliseconds(static_cast<std::int64_t>(o.client_idle_s * 1000))};
     relay = std::make_unique<netem::UdpRelay>(executor, *listen, *forward, up, down, o.seed, limits);
   } catch (const std::exception& e) {
-    tools::print(stderr, "volley netem: cannot listen on {}: {}\n", o.listen, e.what());
+    tools::print(stderr, "volley netem: cannot listen on {}: {}\n", listen_text, e.what());
     return 1;
   }
   const auto local = relay->local_endpoint();
@@ -297,21 +303,21 @@ int run_tun(const NetemOptions& o) {
 
 void add_common(CLI::App& cmd, NetemOptions& o) {
   cmd.add_option("--up", o.up, "Impairment towards the forward side / device b, in tc-netem syntax, e.g. "
-                               "'delay 50ms 10ms distribution normal loss random 1%'");
-  cmd.add_option("--down", o.down, "Impairment of the way back, same syntax");
+                               "'delay 50ms 10ms distribution normal loss random 1%'")
+      ->type_name("IMPAIRMENT");
+  cmd.add_option("--down", o.down, "Impairment of the way back, same syntax")->type_name("IMPAIRMENT");
   cmd.add_option("--seed", o.seed, "Seed of the impairment randomness (same seed, same impairments)")
       ->capture_default_str();
-  cmd.add_option("--duration", o.duration, "Stop after this many seconds (default: run until SIGINT/SIGTERM)")
-      ->check(duration_range(0, kMaxRunSeconds));
+  add_duration_option(cmd, "--duration", o.duration, "How long to run", 0, kMaxRunSeconds, false)
+      ->default_str("until SIGINT/SIGTERM");
   cmd.add_flag("--json", o.json, "Print the final counters as JSON on stdout");
   add_metrics_flag(cmd, o.metrics);
   add_program_design_flags(cmd, o.design, "the relay's sockets, timers and link");
   cmd.add_flag("!--no-progress", o.progress, "Do not print counters each second on stderr");
   cmd.add_option("--pcap", o.pcap,
                  "Write a pcapng capture: every packet received (interface 'received') and sent on ('sent'), "
-                 "drops, corruptions, duplicates and reorders marked in frame comments");
-  cmd.add_option("--ready-file", o.ready_file,
-                 "Write this file once the relay is running (UDP mode: the port it listens on)");
+                 "drops, corruptions, duplicates and reorders marked in frame comments")
+      ->type_name("FILE");
 }
 
 }  // namespace
@@ -320,23 +326,29 @@ Runner add_netem_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("netem", "Network impairment emulator: a UDP relay (or, with `tun`, an IP link) "
                                           "that delays, drops, duplicates, corrupts, reorders and rate-limits");
   auto o = std::make_shared<NetemOptions>();
-  cmd->add_option("--listen", o->listen, "Address:port clients send to")->capture_default_str();
-  cmd->add_option("--forward", o->forward, "Address:port the datagrams are relayed to");
+  add_bind_flags(*cmd, o->bind, o->port, "clients send to");
+  cmd->add_option("--listen", o->listen)->group("");  // the old spelling: ADDRESS:PORT
+  cmd->add_option("--forward", o->forward, "Where the datagrams are relayed to (required)")->option_text("ADDRESS:PORT");
   add_common(*cmd, *o);
+  cmd->add_option("--ready-file", o->ready_file)->group("");  // the old spelling of --port-file
   cmd->add_option("--max-clients", o->max_clients,
                   "Clients (source addresses) relayed at once; a new one over it is dropped and counted")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}));
-  cmd->add_option("--client-idle", o->client_idle_s,
-                  "Seconds without traffic either way after which a client's upstream socket is closed")
-      ->capture_default_str()
-      ->check(duration_range(0.01, 86400.0));
+  add_duration_option(*cmd, "--client-idle", o->client_idle_s,
+                      "Time without traffic either way after which a client's upstream socket is closed", 0.01, 86400.0);
   cmd->add_option("--port-file", o->port_file,
-                  "Once relaying, write the port listened on to this file (atomically: whole or not at all)");
+                  "Once relaying, write the port listened on to this file (atomically: whole or not at all)")
+      ->type_name("FILE");
   auto* tun = cmd->add_subcommand("tun", "Relay IP packets between two TUN devices (see scripts/netem-tun.sh); needs root");
-  tun->add_option("--dev-a", o->dev_a, "TUN device of side a (its packets go up)")->capture_default_str();
-  tun->add_option("--dev-b", o->dev_b, "TUN device of side b (its packets come down)")->capture_default_str();
+  tun->add_option("--dev-a", o->dev_a, "TUN device of side a (its packets go up)")
+      ->type_name("DEVICE")
+      ->capture_default_str();
+  tun->add_option("--dev-b", o->dev_b, "TUN device of side b (its packets come down)")
+      ->type_name("DEVICE")
+      ->capture_default_str();
   add_common(*tun, *o);
+  tun->add_option("--ready-file", o->ready_file, "Once relaying, write \"ready\" to this file")->type_name("FILE");
   return [o, tun]() -> int {
     if (tun->parsed()) return run_tun(*o);
     if (o->forward.empty()) {

@@ -19,6 +19,7 @@
 #include "commands.hpp"
 #include "output.hpp"
 #include "json_output.hpp"
+#include "listening.hpp"
 #include "pingpong_client.hpp"
 #include "session_options.hpp"
 #include "tls_flags.hpp"
@@ -197,21 +198,22 @@ int run_pingpong(const PingPongOptions& o) {
 Runner add_pingpong_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("pingpong", "Checked-frame ping-pong benchmark: round trips by payload size, bursts and QPS against volley pingpong-server");
   auto o = std::make_shared<PingPongOptions>();
-  cmd->add_option("-a,--address", o->address, "Server address")->capture_default_str();
-  cmd->add_option("-p,--port", o->port, "Server port")->capture_default_str();
+  add_connect_flags(*cmd, o->address, o->port);
   cmd->add_option("-g,--group", o->group,
                   "1: one message at a time per payload size; 2: bursts per payload size; 3: several clients bursting")
       ->check(CLI::Range(1, 3))
       ->capture_default_str();
-  cmd->add_option("--sizes", o->sizes, "Payload sizes in bytes (groups 1 and 2)")
+  cmd->add_option("--sizes", o->sizes, "Payload sizes, comma-separated (groups 1 and 2)")
+      ->option_text("BYTES,...")
       ->delimiter(',')
       ->check(CLI::Range(std::size_t{0}, std::size_t{0xFFFFFF - 5}))
-      ->capture_default_str();
+      ->default_str(fmt::format("{}", fmt::join(o->sizes, ",")));
   cmd->add_option("-n,--count", o->count, "Group 1: round trips per size; group 2: messages per burst")
       ->check(CLI::Range(std::size_t{1}, std::size_t{100000000}))
       ->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed messages first (per size, per client)")->capture_default_str();
   cmd->add_option("--max-bytes", o->max_bytes, "Caps messages x size of one step (large payloads get fewer messages)")
+      ->type_name("BYTES")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40))
       ->capture_default_str();
   cmd->add_option("-c,--clients", o->clients, "Group 3: clients")->check(CLI::Range(1, 10000))->capture_default_str();

@@ -34,7 +34,7 @@ namespace {
 namespace asio = boost::asio;
 
 struct ServerOptions {
-  ListenFlags listen{.bind = "127.0.0.1", .port = 7777, .port_file = {}};
+  ListenFlags listen{.bind = kDefaultBind, .port = 7777, .port_file = {}};
   std::size_t threads = 1;
   bool busy_poll = false;
   bool json = false;

@@ -27,10 +27,11 @@ void add_program_design_flags(CLI::App& cmd, ProgramDesign& flags, const char* o
                      "the kernel",
                      object))
       ->check(CLI::IsMember({"loop-per-thread", "thread-pool"}))
-      ->option_text("loop-per-thread|thread-pool (default loop-per-thread)");
+      ->option_text("loop-per-thread|thread-pool")
+      ->default_str("loop-per-thread");
   cmd.add_option("-t,--threads", flags.threads,
-                 fmt::format("Threads of the thread-pool design (default {}); the loop-per-thread design has one",
-                             kDefaultPoolThreads))
+                 "Threads of the thread-pool design; the loop-per-thread design has one")
+      ->default_str(std::to_string(kDefaultPoolThreads))
       ->check(CLI::Range(1, 256));
 }
 

@@ -42,7 +42,7 @@ struct RpcOptions {
   std::size_t in_flight = 1;
   double seconds = 5;
   bool json = false;
-  ListenFlags listen{.bind = "0.0.0.0", .port = 32102, .port_file = {}};  // rpc-server
+  ListenFlags listen{.bind = kDefaultBind, .port = 32102, .port_file = {}};  // rpc-server
   TlsServerFlags server_tls;
   WebSocketFlags ws;                                                      // both                                              // rpc-server
   SessionFlags session{.framing = "rpc"};                                 // rpc-server
@@ -315,16 +315,19 @@ Runner add_rpc_commands(CLI::App& app) {
   add_session_flags(*server, o->session, /*with_framing=*/false);
   add_metrics_flag(*server, o->metrics);
   auto* bench = app.add_subcommand("rpc-bench", "Ping-pong and request-reply round trips against volley rpc-server");
-  bench->add_option("-a,--host", o->host, "Server address")->capture_default_str();
-  bench->add_option("-p,--port", o->port, "Server port")->capture_default_str();
-  bench->add_option("--mode", o->mode, "ping, request or both")->capture_default_str();
+  add_connect_flags(*bench, o->host, o->port);
+  bench->add_option("--mode", o->mode, "The exchanges to time: Ping/Pong, Request/Reply or both")
+      ->option_text("ping|request|both")
+      ->check(CLI::IsMember({"ping", "request", "both"}))
+      ->capture_default_str();
   bench->add_option("--string-length", o->string_length, "Characters of the Request's string (22 and 23 straddle the small-string optimisation; try 100000 too)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{0}, rpc::kDefaultMaxBody - 64));  // the request fits the server's default maximum body
   bench->add_option("--in-flight", o->in_flight, "Calls in flight at once on the connection")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
-  bench->add_option("-z,--seconds", o->seconds, "Seconds per exchange")->capture_default_str()->check(duration_range(0.001, kMaxRunSeconds));
+  add_duration_option(*bench, "-z,--duration", o->seconds, "How long to time each exchange", 0.001, kMaxRunSeconds);
+  add_old_duration_alias(*bench, "--seconds", o->seconds, 1.0, 0.001, kMaxRunSeconds);
   bench->add_flag("--json", o->json, "Print the report as JSON");
   add_tls_client_flags(*bench, o->client_tls);
   add_websocket_flags(*bench, o->ws);

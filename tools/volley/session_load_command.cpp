@@ -29,6 +29,7 @@
 #include "duration_flag.hpp"
 #include "file_limit.hpp"
 #include "json_output.hpp"
+#include "listening.hpp"
 #include "session_options.hpp"
 #include "tls_flags.hpp"
 
@@ -178,7 +179,7 @@ std::uint64_t resident_kib() {
 int run_load(const LoadOptions& o) {
   raise_file_limit();
   if (o.session.heartbeat_ms <= 0) {
-    tools::print(stderr, "volley session-load: --heartbeat-ms must be above 0: heartbeats are what it measures\n");
+    tools::print(stderr, "volley session-load: --heartbeat must be above 0: heartbeats are what it measures\n");
     return 2;
   }
   const net::SessionOptions session_options = o.session.options();
@@ -337,17 +338,18 @@ Runner add_session_load_command(CLI::App& app) {
       "session-load", "Hold many heartbeating sessions open against a session server and measure whether it is heard on time");
   auto o = std::make_shared<LoadOptions>();
   o->session.heartbeat_ms = 1000;
-  cmd->add_option("-a,--host", o->host, "Server address")->capture_default_str();
-  cmd->add_option("-p,--port", o->port, "Server port")->capture_default_str();
+  add_connect_flags(*cmd, o->host, o->port);
   cmd->add_option("-c,--connections", o->connections, "Sessions to hold open")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   cmd->add_option("-t,--threads", o->threads, "Event loops")->capture_default_str()->check(CLI::Range(1, 256));
-  cmd->add_option("-z,--seconds", o->seconds, "How long to hold them")->capture_default_str()->check(duration_range(0.001, kMaxRunSeconds));
+  add_duration_option(*cmd, "-z,--duration", o->seconds, "How long to hold them", 0.001, kMaxRunSeconds);
+  add_old_duration_alias(*cmd, "--seconds", o->seconds, 1.0, 0.001, kMaxRunSeconds);
   cmd->add_option("-r,--rate", o->rate, "Messages per second over all sessions, each echo checked (0: heartbeats only)")
+      ->type_name("PER-SECOND")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e7));
-  cmd->add_option("-s,--size", o->size, "Message payload bytes")->capture_default_str()->check(CLI::Range(1, 65536));
+  cmd->add_option("-s,--size", o->size, "Message payload")->type_name("BYTES")->capture_default_str()->check(CLI::Range(1, 65536));
   add_session_flags(*cmd, o->session);
   add_tls_client_flags(*cmd, o->tls);
   cmd->add_flag("--json", o->json, "Print the final report as JSON on stdout");

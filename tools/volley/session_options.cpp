@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "duration_flag.hpp"
+
 #include <volley/gnb/protocol.hpp>
 #include <volley/gnb/session_codec.hpp>
 #include <volley/rpc/frame.hpp>
@@ -26,10 +28,10 @@ std::unique_ptr<net::SessionCodec> SessionFlags::make_codec() const {
 }
 
 void add_heartbeat_flags(CLI::App& cmd, std::int64_t& interval_ms, unsigned& misses, const std::string& what) {
-  cmd.add_option("--heartbeat-ms", interval_ms,
-                 "Heartbeat interval in ms; a peer silent for interval x misses is disconnected (0: off)" + what)
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{3600000}))
-      ->capture_default_str();
+  add_duration_option(cmd, "--heartbeat", interval_ms,
+                      "Heartbeat interval; a peer silent for interval x misses is disconnected (0: off)" + what, 0.0,
+                      3600.0);
+  add_old_duration_alias(cmd, "--heartbeat-ms", interval_ms, 0.0, 3600.0);
   cmd.add_option("--heartbeat-misses", misses, "Heartbeat intervals of silence tolerated")
       ->check(CLI::Range(1u, 1000u))
       ->capture_default_str();
@@ -47,18 +49,23 @@ void add_session_flags(CLI::App& cmd, SessionFlags& f, bool with_framing) {
                    "checked ([u24 length][u8 type][u8 xor][payload], heartbeat = type 0), gnb (whole gNB frames, "
                    "keepalive = six zero bytes) or rpc (whole RPC frames, keepalive = message id 0xFFFFFFFE)")
         ->check(CLI::IsMember({"checked", "gnb", "rpc"}))
+        ->option_text("checked|gnb|rpc")
         ->capture_default_str();
   add_heartbeat_flags(cmd, f.heartbeat_ms, f.heartbeat_misses);
-  cmd.add_option("--idle-timeout-ms", f.idle_timeout_ms, "Close a session with no message either way for this long (0: never)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{86400000}))
-      ->capture_default_str();
+  add_duration_option(cmd, "--message-idle-timeout", f.idle_timeout_ms,
+                      "Close a session with no message either way for this long (heartbeats do not count; 0: never)",
+                      0.0, 86400.0);
+  add_old_duration_alias(cmd, "--idle-timeout-ms", f.idle_timeout_ms, 0.0, 86400.0);
   const std::map<std::string, net::SessionOptions::OnProtocolError> policies{
       {"drop", net::SessionOptions::OnProtocolError::drop}, {"close", net::SessionOptions::OnProtocolError::close}};
   cmd.add_option("--on-protocol-error", f.on_protocol_error,
                  "A bad frame (checksum, type, length) is counted and then: drop (skip it, go on) or close")
-      ->transform(CLI::CheckedTransformer(policies, CLI::ignore_case));
+      ->transform(CLI::CheckedTransformer(policies, CLI::ignore_case))
+      ->option_text("drop|close")
+      ->default_str(f.on_protocol_error == net::SessionOptions::OnProtocolError::drop ? "drop" : "close");
   if (with_framing)
-    cmd.add_option("--max-payload", f.max_payload, "Largest checked-frame payload accepted (bytes)")
+    cmd.add_option("--max-payload", f.max_payload, "Largest checked-frame payload accepted")
+        ->type_name("BYTES")
         ->check(CLI::Range(std::size_t{1}, std::size_t{0xFFFFFF - 5}))
         ->capture_default_str();
 }

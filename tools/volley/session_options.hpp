@@ -29,9 +29,9 @@ struct SessionFlags {
   FrameSizeFn frame_size() const;
 };
 
-// --heartbeat-ms and --heartbeat-misses alone, for programs whose other limits
+// --heartbeat and --heartbeat-misses alone, for programs whose other limits
 // are the server's (the gNB target and generator). `what` ends the help line of
-// --heartbeat-ms (say what the heartbeat is and who understands it).
+// --heartbeat (say what the heartbeat is and who understands it).
 void add_heartbeat_flags(CLI::App& cmd, std::int64_t& interval_ms, unsigned& misses, const std::string& what = {});
 
 // `with_framing` false: the program's protocol is fixed (no --framing, --max-payload).

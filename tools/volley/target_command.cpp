@@ -28,7 +28,7 @@ namespace {
 namespace asio = boost::asio;
 
 struct TargetOptions {
-  ListenFlags listen{.bind = "0.0.0.0", .port = 32101, .port_file = {}};
+  ListenFlags listen{.bind = kDefaultBind, .port = 32101, .port_file = {}};
   std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
   HandlerKind handler = HandlerKind::variant;
   ReplyMode reply = ReplyMode::none;
@@ -200,16 +200,20 @@ Runner add_target_command(CLI::App& app) {
                                                     {"virtual", HandlerKind::virtual_dispatch},
                                                     {"dummy", HandlerKind::dummy}};
   cmd->add_option("--handler", o->handler,
-                  "Dispatch: variant (std::visit, default), virtual (heap copy + dynamic_cast), dummy (no dispatch)")
-      ->transform(CLI::CheckedTransformer(handlers, CLI::ignore_case));
+                  "Dispatch: variant (std::visit), virtual (heap copy + dynamic_cast), dummy (no dispatch)")
+      ->transform(CLI::CheckedTransformer(handlers, CLI::ignore_case))
+      ->option_text("variant|virtual|dummy")
+      ->default_str("variant");
   const std::map<std::string, ReplyMode> replies{
       {"none", ReplyMode::none}, {"ack", ReplyMode::ack}, {"ack-checksum", ReplyMode::ack_checksum}};
   cmd->add_option("--reply", o->reply,
-                  "Answer control messages: none (default), ack, ack-checksum (CRC-32C of the body); "
+                  "Answer control messages: none, ack, ack-checksum (CRC-32C of the body); "
                   "invalid control messages get a nack unless none")
-      ->transform(CLI::CheckedTransformer(replies, CLI::ignore_case));
+      ->transform(CLI::CheckedTransformer(replies, CLI::ignore_case))
+      ->option_text("none|ack|ack-checksum")
+      ->default_str("none");
   add_heartbeat_flags(*cmd, o->heartbeat_ms, o->heartbeat_misses,
-                      "; the keepalive is six zero bytes, which only Volley's gNB sessions (gen --heartbeat-ms) "
+                      "; the keepalive is six zero bytes, which only Volley's gNB sessions (gen --heartbeat) "
                       "understand. Received keepalives are always accepted");
   cmd->add_flag("--json", o->json, "Print the final report as JSON on stdout");
   cmd->add_flag("!--no-progress", o->progress, "Do not print a progress line each second on stderr");

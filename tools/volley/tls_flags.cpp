@@ -16,14 +16,13 @@ namespace ssl = boost::asio::ssl;
 
 void add_tls_server_flags(CLI::App& cmd, TlsServerFlags& flags) {
   cmd.add_flag("--tls", flags.tls, "Serve over TLS 1.2/1.3 (needs --cert and --key)");
-  cmd.add_option("--cert", flags.cert, "TLS: certificate chain file (PEM, the server's first)");
-  cmd.add_option("--key", flags.key, "TLS: private key file (PEM)");
-  cmd.add_option("--client-ca", flags.client_ca,
-                 "TLS: require a client certificate signed by this CA (mutual TLS)");
-  cmd.add_option("--handshake-timeout", flags.handshake_timeout_s,
-                 "TLS: seconds a connection has to finish its handshake before it is closed and counted")
-      ->capture_default_str()
-      ->check(duration_range(0.001, 3600.0));
+  cmd.add_option("--cert", flags.cert, "TLS: certificate chain file (PEM, the server's first)")->type_name("FILE");
+  cmd.add_option("--key", flags.key, "TLS: private key file (PEM)")->type_name("FILE");
+  cmd.add_option("--client-ca", flags.client_ca, "TLS: require a client certificate signed by this CA (mutual TLS)")
+      ->type_name("FILE");
+  add_duration_option(cmd, "--handshake-timeout", flags.handshake_timeout_s,
+                      "TLS: time a connection has to finish its handshake before it is closed and counted", 0.001,
+                      3600.0);
 }
 
 void apply_tls(net::ServerOptions& options, const TlsServerFlags& flags) {
@@ -42,13 +41,16 @@ void apply_tls(net::ServerOptions& options, const TlsServerFlags& flags) {
 
 void add_tls_client_flags(CLI::App& cmd, TlsClientFlags& flags) {
   cmd.add_flag("--tls", flags.tls, "Connect over TLS, verifying the server's certificate and name");
-  cmd.add_option("--ca", flags.ca, "TLS: CA certificate file to verify the server with (default: the system's)");
+  cmd.add_option("--ca", flags.ca, "TLS: CA certificate file to verify the server with")
+      ->type_name("FILE")
+      ->default_str("the system's");
   cmd.add_flag("--insecure", flags.insecure, "TLS: do not verify the server's certificate (says so loudly)");
-  cmd.add_option("--tls-version", flags.version, "TLS: any (1.2 or 1.3), 1.2 or 1.3")
+  cmd.add_option("--tls-version", flags.version, "TLS: the versions offered (any: 1.2 or 1.3)")
+      ->option_text("any|1.2|1.3")
       ->capture_default_str()
       ->check(CLI::IsMember({"any", "1.2", "1.3"}));
-  cmd.add_option("--cert", flags.cert, "TLS: client certificate chain to present (mutual TLS)");
-  cmd.add_option("--key", flags.key, "TLS: the client certificate's private key");
+  cmd.add_option("--cert", flags.cert, "TLS: client certificate chain to present (mutual TLS)")->type_name("FILE");
+  cmd.add_option("--key", flags.key, "TLS: the client certificate's private key")->type_name("FILE");
 }
 
 TransportFactory tls_client_transport(const TlsClientFlags& flags, const std::string& server_name) {
@@ -71,9 +73,11 @@ TransportFactory tls_client_transport(const TlsClientFlags& flags, const std::st
 void add_websocket_flags(CLI::App& cmd, WebSocketFlags& flags) {
   cmd.add_flag("--ws", flags.ws, "Carry the protocol over WebSocket (RFC 6455): each frame one binary message (with --tls: wss)");
   cmd.add_option("--ws-path", flags.path, "WebSocket: the request target (a server serves only this one)")
+      ->type_name("PATH")
       ->capture_default_str();
   cmd.add_option("--ws-max-message", flags.max_message,
-                 "WebSocket: longest message accepted from the peer, in bytes (longer: closed with code 1009)")
+                 "WebSocket: longest message accepted from the peer (longer: closed with code 1009)")
+      ->type_name("BYTES")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
 }
