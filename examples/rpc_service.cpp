@@ -9,6 +9,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <volley/net/reconnecting_client.hpp>
 #include <volley/net/server.hpp>
 #include <volley/rpc/client.hpp>
 #include <volley/rpc/server.hpp>
@@ -57,8 +58,25 @@ int main() {
                        });
   }
   loop.run_for(std::chrono::seconds(5));  // the calls run concurrently on one connection
+
+  // A client that rides out server restarts: start() instead of connect().
+  volley::rpc::RpcClient resilient(loop);
+  volley::net::ReconnectingClientOptions options;
+  options.host = "127.0.0.1";
+  options.port = port;
+  resilient.start(options, volley::rpc::InFlightPolicy::replay);
+  bool resilient_answered = false;
+  resilient.call<Quote>(kQuoteRequest, kQuote, QuoteRequest{"RSLT", 5}, std::chrono::seconds(2),
+                        [&](const std::error_code& error, Quote q) {
+                          resilient_answered = !error && q.quantity == 5;
+                          resilient.close();
+                        });
+  loop.restart();
+  loop.run_for(std::chrono::seconds(5));
+
   server.stop();
   server_thread.join();
-  std::printf("%d of %zu quotes answered\n", answered, symbols.size());
-  return answered == static_cast<int>(symbols.size()) ? 0 : 1;
+  std::printf("%d of %zu quotes answered; the reconnecting client's call: %s\n", answered, symbols.size(),
+              resilient_answered ? "answered" : "failed");
+  return answered == static_cast<int>(symbols.size()) && resilient_answered ? 0 : 1;
 }

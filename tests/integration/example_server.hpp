@@ -30,6 +30,7 @@ class ExampleServer {
     if (port_ == 0) ADD_FAILURE() << name << " did not start: " << process_.stderr_text();
   }
   int port() const { return port_; }
+  std::string output() const { return process_.stdout_text(); }
   // SIGINT (Ctrl-C), then its exit code and final output.
   std::pair<int, std::string> stop() {
     using namespace std::chrono_literals;

@@ -87,6 +87,34 @@ TEST(Examples, TcpClientGetsItsBytesBackOnEachOfTwoConnections) {
   EXPECT_EQ(server.stop().first, 0);
 }
 
+TEST(Examples, MetricsServerCountsWhatItEchoedOnEveryWorker) {
+  TempDir dir;
+  ExampleServer server(dir, "metrics_server");
+  ASSERT_GT(server.port(), 0);
+  const std::string out = server.output();
+  const auto at = out.find("metrics http 127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << out;
+  const int metrics_port = std::stoi(out.substr(at + 23));
+  {
+    // Two connections, so both worker loops (round-robin) have numbers to give.
+    RawClient first(server.port()), second(server.port());
+    const std::vector<std::byte> message(1000, std::byte{'x'});
+    first.send(message);
+    second.send(message);
+    EXPECT_EQ(first.read(message.size()), message);
+    EXPECT_EQ(second.read(message.size()), message);
+    HttpClient scraper(metrics_port);
+    const auto answer = scraper.get("/metrics");
+    ASSERT_TRUE(answer);
+    EXPECT_EQ(answer->status, 200);
+    EXPECT_NE(answer->body.find("\necho_connections_total 2\n"), std::string::npos) << answer->body;
+    EXPECT_NE(answer->body.find("\necho_bytes_total 2000\n"), std::string::npos) << answer->body;
+  }
+  const auto [code, final_out] = server.stop();
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(final_out.find("stopped"), std::string::npos) << final_out;
+}
+
 TEST(Examples, ReconnectingClientGetsEveryQueuedMessageEchoedInOrder) {
   TempDir dir;
   RunningPingPongServer server(dir, {"--framing", "checked", "--no-progress"});
@@ -102,7 +130,7 @@ TEST(Examples, RpcServiceAnswersItsOwnStructs) {
   const auto [code, out] = run_to_end(dir, {"rpc_service"}, "rpc");
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("VOLY x100 at 10004 ticks"), std::string::npos) << out;
-  EXPECT_NE(out.find("3 of 3 quotes answered"), std::string::npos) << out;
+  EXPECT_NE(out.find("3 of 3 quotes answered; the reconnecting client's call: answered"), std::string::npos) << out;
 }
 
 TEST(Examples, OrderGatewayDispatchesTheUsersOwnStructsBothWays) {
