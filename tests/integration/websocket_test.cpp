@@ -109,6 +109,20 @@ struct BeastClient {
   }
 };
 
+// Reads in the background (run the client's io), answering pings as Beast
+// does by itself, as a browser does, and counting them.
+struct AnsweringPings {
+  explicit AnsweringPings(BeastClient& client) {
+    client.ws.control_callback([this](websocket::frame_type kind, beast::string_view) {
+      if (kind == websocket::frame_type::ping) ++pings;
+    });
+    client.ws.async_read(buffer, [this](beast::error_code ec, std::size_t) { result = ec; });
+  }
+  int pings = 0;
+  beast::flat_buffer buffer;
+  std::optional<beast::error_code> result;  // set once the read ends: a message, or the end
+};
+
 std::vector<std::byte> bytes_of(const std::string& s) {
   const auto* p = reinterpret_cast<const std::byte*>(s.data());
   return {p, p + s.size()};
@@ -143,6 +157,71 @@ TEST(WebSocket, TheEchoServerAnswersAnIndependentClientByteForByte) {
   EXPECT_EQ(json_u64(report, "connections"), 1u);
   EXPECT_EQ(json_u64(report, "errors"), 0u);
   EXPECT_EQ(json_u64(report, "bytes"), 1 + 125 + 126 + 65535 + 65536 + 300000 + 3000u);
+}
+
+// An echo over a message transport returns each message as one message,
+// however the server read and wrote its bytes (a 70,000-byte message used to
+// come back as 65,536 and 4,464).
+TEST(WebSocket, TheEchoServerSendsEachMessageBackWhole) {
+  TempDir dir;
+  EchoServer server(dir, {"--proto", "ws"});
+  {
+    BeastClient client(server.port());
+    const Deadline deadline(client.ws.next_layer().native_handle(), 60s);
+    const std::vector<std::size_t> sizes{200000, 1, 70000, 65536, 5};
+    for (std::size_t i = 0; i < sizes.size(); ++i)  // all sent before any is read: they queue up
+      client.ws.write(asio::buffer(pattern(sizes[i], static_cast<unsigned>(i))));
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      beast::flat_buffer buffer;
+      client.ws.read(buffer);  // one whole message
+      EXPECT_TRUE(client.ws.got_binary());
+      EXPECT_EQ(beast::buffers_to_string(buffer.data()), pattern(sizes[i], static_cast<unsigned>(i)))
+          << "message " << i << " of " << sizes[i] << " bytes came back as " << buffer.size();
+    }
+    client.ws.close(websocket::close_code::normal);
+  }
+  EXPECT_EQ(json_u64(server.stop(), "errors"), 0u);
+}
+
+// Keepalive is RFC 6455's: a quiet connection is pinged, and a client that
+// only answers (as every browser does by itself) stays, however long it sends
+// nothing of its own.
+TEST(WebSocket, AClientThatOnlyAnswersPingsStaysConnected) {
+  TempDir dir;
+  EchoServer server(dir, {"--proto", "ws", "--idle-timeout", "1s"});
+  BeastClient client(server.port());
+  const Deadline deadline(client.ws.next_layer().native_handle(), 60s);
+  AnsweringPings reader(client);
+  client.io.run_for(4s);  // four idle timeouts
+  EXPECT_FALSE(reader.result.has_value()) << "closed: " << reader.result->message() << " " << client.ws.reason().reason;
+  EXPECT_GE(reader.pings, 2);
+  const std::string message = pattern(1000, 3);
+  client.ws.async_write(asio::buffer(message), [](beast::error_code, std::size_t) {});
+  client.io.restart();
+  while (!reader.result && client.io.run_one_for(10s) > 0) {
+  }
+  ASSERT_TRUE(reader.result.has_value());
+  EXPECT_FALSE(*reader.result) << reader.result->message();
+  EXPECT_EQ(beast::buffers_to_string(reader.buffer.data()), message);
+  client.ws.close(websocket::close_code::normal);
+  server.stop();
+}
+
+// A session's heartbeat over WebSocket is a ping too: a client that answers
+// (as every browser does by itself) stays past the liveness limit, however
+// long it sends nothing of its own.
+TEST(WebSocket, ASessionPingsItsPeerAndAClientThatAnswersStays) {
+  TempDir dir;
+  RunningPingPongServer server(dir, {"--ws", "--no-progress", "--heartbeat", "300ms", "--heartbeat-misses", "3"});
+  BeastClient client(server.port());
+  const Deadline deadline(client.ws.next_layer().native_handle(), 60s);
+  AnsweringPings reader(client);
+  client.io.run_for(3s);  // over three liveness limits (900 ms)
+  EXPECT_FALSE(reader.result.has_value()) << "closed: " << reader.result->message() << " " << client.ws.reason().reason;
+  EXPECT_GE(reader.pings, 3);
+  const auto report = server.stop();  // the client is still there: closed as the server stops
+  EXPECT_EQ(boost::json::value_to<std::uint64_t>(report.at("closes").at("heartbeat timeout")), 0u) << boost::json::serialize(report);
+  EXPECT_GE(json_u64(report, "heartbeats_out"), 3u) << boost::json::serialize(report);
 }
 
 TEST(WebSocket, ViolationsGetTheirCloseCodeAndOtherClientsAreUndisturbed) {

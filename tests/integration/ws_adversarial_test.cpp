@@ -99,17 +99,23 @@ std::string read_head(Abuser& a, std::chrono::milliseconds wait) {
 }
 
 // A connection whose upgrade the server accepted.
-Abuser upgraded(int port, const Subject& s) {
+Abuser upgraded(int port, const std::string& server) {
   Abuser a(port);
   a.send(bytes_of(kUpgrade));
   const std::string head = read_head(a, 5000ms);
-  EXPECT_EQ(head.substr(0, 12), "HTTP/1.1 101") << s.name << ": the upgrade was refused: " << head;
+  EXPECT_EQ(head.substr(0, 12), "HTTP/1.1 101") << server << ": the upgrade was refused: " << head;
   return a;
 }
+Abuser upgraded(int port, const Subject& s) { return upgraded(port, s.name); }
 
-// The code of the first close frame among a server's (unmasked) frames, once
-// it has arrived whole.
-std::optional<std::uint16_t> close_code_in(const Bytes& b) {
+struct CloseFrame {
+  std::uint16_t code;
+  std::string reason;
+};
+
+// The first close frame among a server's (unmasked) frames, once it has
+// arrived whole.
+std::optional<CloseFrame> close_frame_in(const Bytes& b) {
   std::size_t at = 0;
   while (at + 2 <= b.size()) {
     const auto opcode = static_cast<unsigned>(b[at]) & 0x0Fu;
@@ -125,10 +131,30 @@ std::optional<std::uint16_t> close_code_in(const Bytes& b) {
       header = 10;
     }
     if (b.size() - at - header < length) break;
-    if (opcode == 8) return length >= 2 ? wire::load_u16_be(&b[at + header]) : ws::close_code::no_status;
+    if (opcode == 8) {
+      if (length < 2) return CloseFrame{ws::close_code::no_status, {}};
+      const auto* reason = reinterpret_cast<const char*>(&b[at + header + 2]);
+      return CloseFrame{wire::load_u16_be(&b[at + header]), std::string(reason, length - 2)};
+    }
     at += header + length;
   }
   return std::nullopt;
+}
+
+std::optional<std::uint16_t> close_code_in(const Bytes& b) {
+  const auto frame = close_frame_in(b);
+  return frame ? std::optional(frame->code) : std::nullopt;
+}
+
+// How many pings are among a server's frames.
+std::size_t pings_in(const Bytes& b) {
+  std::size_t at = 0, pings = 0;
+  while (at + 2 <= b.size() && (static_cast<unsigned>(b[at + 1]) & 0x7Fu) < 126) {
+    const std::size_t length = static_cast<unsigned>(b[at + 1]) & 0x7Fu;
+    if ((static_cast<unsigned>(b[at]) & 0x0Fu) == 9) ++pings;
+    at += 2 + length;
+  }
+  return pings;
 }
 
 // What the server sends until its close frame (or `wait` runs out), added to `got`.
@@ -398,6 +424,47 @@ TEST_P(FloodedOverWebSocket, AGoodClientOnTheSameLoopIsNotStalled) {
 
 INSTANTIATE_TEST_SUITE_P(WsServers, FloodedOverWebSocket, testing::ValuesIn(every_case(floods())),
                          [](const auto& info) { return case_name(info.param); });
+
+// A client that sends nothing and answers nothing, not even the server's
+// pings (a host gone, a frozen tab), is closed with a close frame that says
+// why, not dropped (which a browser sees as 1006, no reason): at the idle
+// timeout on a server without sessions (1000), at the heartbeat's liveness
+// limit on a session server (1008). It reads what comes, never writing.
+// What a client that never writes after its upgrade reads up to the server's
+// close frame: the frame, and how many pings came before it.
+std::pair<CloseFrame, std::size_t> silent_until_closed(const ListeningServer& server, const std::string& name) {
+  Abuser silent = upgraded(server.port(), name);
+  Bytes got;
+  if (!read_until_close(silent, got, 20s)) {
+    ADD_FAILURE() << name << ": no close frame";
+    return {};
+  }
+  return {*close_frame_in(got), pings_in(got)};
+}
+
+TEST(SilentWebSocketClient, IsClosedAtTheIdleTimeoutWithACloseFrameThatSaysWhy) {
+  TempDir dir;
+  ListeningServer server(dir, {"echo-server", "--proto", "ws", "-p", "0", "--json", "--no-progress", "--idle-timeout", "1s"},
+                         "echo-server");
+  const auto [frame, pings] = silent_until_closed(server, "echo-server");
+  EXPECT_EQ(frame.code, ws::close_code::normal);
+  EXPECT_EQ(frame.reason, "idle timeout: no byte either way for 1000 ms");
+  EXPECT_GE(pings, 1u) << "asked first whether it was there";
+  server.stop();
+}
+
+TEST(SilentWebSocketClient, IsClosedAtTheHeartbeatLimitWithACloseFrameThatSaysWhy) {
+  TempDir dir;
+  ListeningServer server(dir, {"pingpong-server", "--ws", "-p", "0", "--json", "--no-progress", "--heartbeat", "300ms",
+                               "--heartbeat-misses", "3"},
+                         "pingpong-server");
+  const auto [frame, pings] = silent_until_closed(server, "pingpong-server");
+  EXPECT_EQ(frame.code, ws::close_code::policy_violation);
+  EXPECT_EQ(frame.reason.rfind("heartbeat timeout: nothing received for ", 0), 0u) << frame.reason;
+  EXPECT_GE(pings, 2u);
+  const auto report = server.stop();
+  EXPECT_EQ(u64(report.at("closes").at("heartbeat timeout")), 1u) << boost::json::serialize(report);
+}
 
 }  // namespace
 }  // namespace volley::test

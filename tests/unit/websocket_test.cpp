@@ -116,6 +116,48 @@ TEST(WebSocketFrames, AFragmentedMessageWithAPingBetweenItsFramesArrivesWhole) {
   }
 }
 
+// Asked to, the receiver stops at every message's end and says how long it
+// was (a fragmented one whole, an empty one too), at every cut of the input
+// and however little room there is for the payload.
+TEST(WebSocketFrames, MessageEndsAreReportedWithTheirSizeWhenAsked) {
+  const auto stream = from_hex("02 03 48 65 6c") + from_hex("89 05 48 65 6c 6c 6f") + from_hex("80 02 6c 6f") +
+                      from_hex("82 00") + frame(true, Opcode::binary, std::string(300, 'x'), nullptr);
+  for (std::size_t chunk : {1, 3, 100, 1000}) {
+    for (std::size_t room : {1, 64, 1000}) {
+      Receiver r(false, 1 << 20);
+      r.report_message_ends(true);
+      std::vector<std::uint64_t> sizes;
+      std::string data;
+      std::vector<std::byte> out(room);
+      for (std::size_t pos = 0; pos < stream.size(); pos += chunk) {
+        std::span<const std::byte> in(stream.data() + pos, std::min(chunk, stream.size() - pos));
+        while (!in.empty()) {
+          const auto result = r.decode(in, out);
+          data.append(reinterpret_cast<const char*>(out.data()), result.produced);
+          in = in.subspan(result.consumed);
+          if (result.event == Receiver::Event::message_end) sizes.push_back(r.last_message_size());
+          if (result.event == Receiver::Event::none && result.consumed == 0 && result.produced == 0) break;
+        }
+      }
+      EXPECT_EQ(sizes, (std::vector<std::uint64_t>{5, 0, 300})) << chunk << " " << room;
+      EXPECT_EQ(data, "Hello" + std::string(300, 'x'));
+    }
+  }
+  // Not asked: the messages run together, no event.
+  EXPECT_TRUE(decode(stream, false).events.size() == 1);  // the ping alone
+}
+
+// The close code this end sends for each reason it closes (documented in volley/net/websocket.hpp).
+TEST(WebSocketFrames, EachReasonToCloseHasItsDocumentedCode) {
+  using Goodbye = volley::net::StreamTransport::Goodbye;
+  EXPECT_EQ(volley::net::goodbye_code(Goodbye::done), 1000);
+  EXPECT_EQ(volley::net::goodbye_code(Goodbye::going_away), 1001);
+  EXPECT_EQ(volley::net::goodbye_code(Goodbye::peer_silent), 1008);
+  EXPECT_EQ(volley::net::goodbye_code(Goodbye::idle), 1000);
+  EXPECT_EQ(volley::net::goodbye_code(Goodbye::slow_consumer), 1008);
+  EXPECT_EQ(volley::net::goodbye_code(Goodbye::bad_input), 1008);
+}
+
 TEST(WebSocketFrames, LongLengthsRoundTripMaskedAtEveryCut) {
   for (std::size_t size : {0, 1, 125, 126, 65535, 65536, 200000}) {
     std::string payload(size, '\0');

@@ -177,12 +177,14 @@ int run_echo_server(const EchoServerOptions& o) {
   net::ServerOptions server_opts = server_options(o.listen, o.threads, o.busy_poll);
   server_opts.design = o.design;
   // TLS and WebSocket run under the same connection as TCP: same echo
-  // handler, limits and shutdown. Each echoed batch is one WebSocket message.
+  // handler, limits and shutdown. Each WebSocket message comes back as one
+  // message, however its bytes were read.
   TlsServerFlags tls = o.tls;
   tls.tls = uses_tls(o.proto);
   apply_tls(server_opts, tls);
   WebSocketFlags ws = o.ws;
   ws.ws = uses_websocket(o.proto);
+  ws.echo_messages = true;
   apply_websocket(server_opts, ws);
   if (ws.ws)  // the upgrade is part of the handshake, with or without TLS
     server_opts.connection_limits.handshake_timeout =

@@ -85,7 +85,8 @@ void add_websocket_flags(CLI::App& cmd, WebSocketFlags& flags) {
 void apply_websocket(net::ServerOptions& options, const WebSocketFlags& flags, FrameSize frame_size) {
   if (!flags.ws) return;
   net::WebSocketOptions ws{.host = {}, .target = {}, .accept_target = flags.path, .max_message_size = flags.max_message,
-                           .message_size = std::move(frame_size), .stats = flags.stats};
+                           .message_size = std::move(frame_size), .mirror_incoming_messages = flags.echo_messages,
+                           .stats = flags.stats};
   auto tls = options.transport;  // empty for ws, the TLS factory for wss
   options.transport = [ws, tls] {
     return net::make_websocket_transport(net::WebSocketRole::server, ws, tls ? tls() : nullptr);
@@ -102,7 +103,7 @@ TransportFactory websocket_client_transport(TransportFactory tls, const WebSocke
   const std::string authority = (ipv6 ? "[" + host + "]" : host) + (default_port ? "" : ":" + std::to_string(port));
   net::WebSocketOptions ws{.host = authority, .target = flags.path, .accept_target = {},
                            .max_message_size = flags.max_message, .message_size = std::move(frame_size),
-                           .stats = flags.stats};
+                           .mirror_incoming_messages = false, .stats = flags.stats};
   return [ws, tls] { return net::make_websocket_transport(net::WebSocketRole::client, ws, tls ? tls() : nullptr); };
 }
 

@@ -58,6 +58,7 @@ struct WebSocketFlags {
   bool ws = false;
   std::string path = "/";                       // client: the request target; server: the only one served
   std::uint64_t max_message = 16u << 20;        // longest message taken from the peer
+  bool echo_messages = false;                   // not a flag: a server echoing its input sends each message back whole
   // A server's connections count floods here (shared by copies of the flags).
   std::shared_ptr<net::WebSocketStats> stats = std::make_shared<net::WebSocketStats>();
 };

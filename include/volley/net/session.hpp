@@ -169,6 +169,7 @@ class Session final : public StreamHandler {
   std::optional<boost::asio::steady_timer> timer_;
   Clock::time_point timer_at_ = Clock::time_point::max();
   std::size_t heartbeat_bytes_queued_ = 0;  // not yet reported written
+  std::uint64_t keepalives_heard_ = 0;      // the connection's keepalives_heard() at the last timer
   // send_received(): every byte the connection has written, and the count at
   // which the last lent payload will have left (reading waits until then).
   std::uint64_t bytes_written_ = 0;

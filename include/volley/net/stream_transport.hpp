@@ -5,8 +5,10 @@
 // for, and the connection waits for it on its loop. A connection without a
 // transport reads and writes the socket directly (no virtual call, no copy).
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include <boost/asio/buffer.hpp>
 #include <boost/system/error_code.hpp>
@@ -57,6 +59,21 @@ class StreamTransport {
   // Our orderly end (TLS close_notify), before the connection's TCP FIN.
   // Best effort and non-blocking.
   virtual void shutdown_send() = 0;
+  // Why this end closes, for a transport that tells its peer in band (a
+  // WebSocket close frame's code and reason). Called before shutdown_send()
+  // on an orderly close, which then carries it; `now` (an abort, where
+  // nothing queued will be sent) says it at once, as far as the socket takes it.
+  enum class Goodbye { done, going_away, peer_silent, idle, slow_consumer, bad_input };
+  virtual void say_goodbye(Goodbye /*why*/, std::string_view /*detail*/, bool /*now*/) {}
+  // Whether say_goodbye() tells the peer anything.
+  virtual bool closes_in_band() const { return false; }
+  // A keepalive of the transport's own (a WebSocket ping, which browsers
+  // answer by themselves): sends one and returns true, or returns false
+  // where there is none (plain TCP, TLS) and the caller sends its own.
+  virtual bool send_keepalive() { return false; }
+  // Answers to those keepalives heard so far (pongs): a caller that sees the
+  // count grow knows the peer is there, though no data came.
+  virtual std::uint64_t keepalives_heard() const { return 0; }
   // For logs and reports: "TLSv1.3 TLS_AES_256_GCM_SHA384".
   virtual std::string describe() const = 0;
 };

@@ -136,6 +136,14 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void close(CloseReason reason);
   // Immediate: drop what is queued and close the socket.
   void abort(CloseReason reason);
+  // A transport that closes in band (WebSocket) first tells the peer why, in
+  // both: close() after what is queued, abort() as far as the socket takes it.
+
+  // A keepalive of the transport's own (a WebSocket ping, answered by any
+  // browser): sent, or false where the transport has none (plain TCP, TLS).
+  bool send_keepalive();
+  // Answers to those keepalives heard so far (pongs).
+  std::uint64_t keepalives_heard() const noexcept { return transport_ ? transport_->keepalives_heard() : 0; }
 
   // While a Corked lives, sends are queued but not written; its end writes them
   // all in one gather write. on_data, on_written and on_open run corked; code
@@ -258,6 +266,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool output_full_ = false;     // queued output reached high water and has not drained to low water
   bool active_ = false;          // a byte read or written since the last idle check
   int quiet_checks_ = 0;         // idle checks in a row that found no activity
+  std::uint64_t keepalives_seen_ = 0;  // keepalives_heard() at the last idle check
   bool in_flush_completion_ = false;
   bool ended_in_band_ = false;  // the transport ended the exchange; the socket lingers
   CloseReason pending_reason_;

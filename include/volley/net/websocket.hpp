@@ -10,9 +10,16 @@
 /// frames its own messages, as it does over TCP). Outgoing bytes become one
 /// binary message per write, or, given `message_size`, one message per
 /// protocol frame (a gNB or checked frame per WebSocket message, as a browser
-/// client expects). Pings are answered, a close is answered and ends the
-/// stream, and a peer that breaks the protocol gets the RFC's close code and
-/// the connection ends with the error.
+/// client expects), or, with `mirror_incoming_messages`, messages as long as
+/// the incoming ones (an echo returns each message whole). Pings are
+/// answered, a close is answered and ends the stream, and a peer that breaks
+/// the protocol gets the RFC's close code and the connection ends with the error.
+///
+/// Keepalive is RFC 6455's, which browsers answer by themselves: the
+/// connection's idle check and a session's heartbeat send pings
+/// (send_keepalive), and a pong counts as hearing from the peer. A connection
+/// this end closes gets a close frame first, its code saying why
+/// (goodbye_code()), its reason the detail ("idle timeout: no byte either way for 30000 ms").
 ///
 /// One peer cannot hold its loop: a read turn decodes at most
 /// kMaxReadTurn bytes of frames before the loop's other connections run, and
@@ -37,9 +44,18 @@ enum class WebSocketRole { client, server };
 
 /// Wire bytes of frames one read turn decodes at most, before yielding to the loop.
 inline constexpr std::size_t kMaxReadTurn = 256 * 1024;
-/// Pings and pongs (unsolicited: this end sends no pings) a peer may send in
-/// one second, counted from the first of the second.
+/// Pings and pongs a peer may send in one second, counted from the first of the second.
 inline constexpr std::uint32_t kMaxPingsPerSecond = 100;
+/// With mirror_incoming_messages: messages received whose echo has not gone
+/// out yet; a peer past it (tiny messages, never reading) is closed with 1008.
+inline constexpr std::size_t kMaxUnansweredMessages = 64 * 1024;
+
+/// The close code sent for each reason this end closes (StreamTransport::say_goodbye):
+/// done 1000, going_away (the server stops) 1001, peer_silent (no message or
+/// pong within the heartbeat limit) 1008, idle (no byte either way, pings
+/// unanswered) 1000, slow_consumer (the peer does not read) 1008, bad_input
+/// (the protocol on top refused a message) 1008.
+std::uint16_t goodbye_code(StreamTransport::Goodbye why) noexcept;
 
 /// Counted across the transports that share it (a server's connections).
 struct WebSocketStats {
@@ -60,6 +76,11 @@ struct WebSocketOptions {
   /// a message, returns the size of the whole protocol frame at their start,
   /// or 0 while it is not complete. Empty: each write (at most 1 MiB) is a message.
   std::function<std::size_t(std::span<const std::byte>)> message_size;
+  /// Outgoing messages as long as the incoming ones were, in order (instead of
+  /// message_size): for a server that sends back what it receives, so each
+  /// message comes back whole however its bytes were read and written. At
+  /// most kMaxUnansweredMessages may wait for their echo (more: closed, 1008).
+  bool mirror_incoming_messages = false;
   /// Where floods are counted; null: nowhere.
   std::shared_ptr<WebSocketStats> stats;
 };

@@ -47,6 +47,7 @@ enum class Errc {
   close_reason_not_utf8,    ///< a close reason that is not UTF-8 (1007)
   empty_frame_flood,        ///< more than kMaxEmptyFramesInARow data frames in a row that carry no byte (1008)
   control_flood,            ///< pings or pongs faster than the transport allows (1008; the transport's own check)
+  unanswered_messages,      ///< more messages waiting for their echo than the transport keeps (1008; its own check)
 };
 const std::error_category& websocket_category() noexcept;
 inline std::error_code make_error_code(Errc e) noexcept { return {static_cast<int>(e), websocket_category()}; }
@@ -84,6 +85,7 @@ class Receiver {
     pong,   ///< a pong arrived
     close,  ///< a close frame arrived: close_code() and close_reason(); nothing follows
     error,  ///< the peer broke the protocol: error(); nothing follows
+    message_end,  ///< with report_message_ends(): a message's last byte is in `out`; last_message_size()
   };
   struct Result {
     std::size_t consumed = 0;  ///< input bytes used
@@ -108,6 +110,11 @@ class Receiver {
   bool in_message() const noexcept { return in_message_; }
   /// Messages whose final frame arrived.
   std::uint64_t messages() const noexcept { return messages_; }
+  /// Stop at the end of every message with Event::message_end (off: the
+  /// messages run together, one stream).
+  void report_message_ends(bool on) noexcept { report_message_ends_ = on; }
+  /// The size of the message that last ended.
+  std::uint64_t last_message_size() const noexcept { return message_size_; }
 
  private:
   enum class State { header, payload, done };
@@ -130,6 +137,7 @@ class Receiver {
   bool in_message_ = false;
   std::uint64_t message_size_ = 0;
   std::uint64_t messages_ = 0;
+  bool report_message_ends_ = false;
   std::uint32_t empty_frames_in_a_row_ = 0;
   std::array<std::byte, kMaxControlPayload> control_{};
   std::size_t control_size_ = 0;

@@ -209,19 +209,38 @@ void Session::on_timer() {
   timer_at_ = Clock::time_point::max();
   // A closing connection is bounded by its linger time, not by this policy.
   if (!connection_->open()) return;
-  const session::Decision d = policy_.poll(Clock::now(), connection_->queued_bytes() == 0);
+  const auto now = Clock::now();
+  // An answer to the transport's own keepalive (a WebSocket pong) is hearing from the peer.
+  if (const std::uint64_t heard = connection_->keepalives_heard(); heard != keepalives_heard_) {
+    keepalives_heard_ = heard;
+    policy_.bytes_received(now);
+  }
+  const session::Decision d = policy_.poll(now, connection_->queued_bytes() == 0);
   if (d.send_heartbeat) {
-    const auto heartbeat = codec_->heartbeat();
-    heartbeat_bytes_queued_ += heartbeat.size();  // before send(), which may write at once
-    if (connection_->send(heartbeat)) ++stats_.heartbeats_out;
-    else heartbeat_bytes_queued_ -= heartbeat.size();
+    // Over WebSocket a ping, which a browser answers by itself; else the codec's heartbeat frame.
+    if (connection_->send_keepalive()) {
+      ++stats_.heartbeats_out;
+    } else {
+      const auto heartbeat = codec_->heartbeat();
+      heartbeat_bytes_queued_ += heartbeat.size();  // before send(), which may write at once
+      if (connection_->send(heartbeat)) ++stats_.heartbeats_out;
+      else heartbeat_bytes_queued_ -= heartbeat.size();
+    }
   }
   switch (d.end) {
     case session::End::none: break;
-    case session::End::peer_silent:
-      // The peer is gone (or hung): nothing queued can reach it, so no flush.
-      return connection_->abort(
-          {CloseReason::Kind::heartbeat_timeout, fmt::format("nothing received for {} ms", d.silent_for.count())});
+    case session::End::peer_silent: {
+      CloseReason reason{CloseReason::Kind::heartbeat_timeout,
+                         fmt::format("nothing received for {} ms", d.silent_for.count())};
+      // Over a transport that closes in band (WebSocket) with nothing queued,
+      // the close frame goes out the orderly way (bounded by the linger), so a
+      // peer that is only slow still reads why. Otherwise the peer is gone (or
+      // hung): nothing queued can reach it, so no flush.
+      const StreamTransport* transport = connection_->transport();
+      if (transport != nullptr && transport->closes_in_band() && connection_->queued_bytes() == 0)
+        return connection_->close(std::move(reason));
+      return connection_->abort(std::move(reason));
+    }
     case session::End::idle:
       return connection_->close(
           {CloseReason::Kind::idle_timeout, fmt::format("no message for {} ms", options_.idle_timeout.count())});

@@ -1,5 +1,7 @@
 #include <volley/net/tcp_connection.hpp>
 
+#include <optional>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
@@ -100,20 +102,31 @@ void TcpConnection::begin() {
 
 // Checks four times per timeout: a connection is closed between one and one
 // and a quarter timeouts after its last byte, with one timer wake-up per
-// quarter however busy it is.
+// quarter however busy it is. Half a timeout quiet, a transport with
+// keepalives of its own asks the peer to show it is there (a WebSocket ping):
+// the answer counts as a byte, so a browser that holds a connection open
+// without a message stays, and one that has gone is closed.
 void TcpConnection::arm_idle_check() {
   idle_timer_.expires_after(limits_.idle_timeout / 4);
   idle_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec || self->state_ != State::open) return;
-    if (self->active_) {
+    const std::uint64_t heard = self->keepalives_heard();
+    if (self->active_ || heard != self->keepalives_seen_) {
       self->active_ = false;
+      self->keepalives_seen_ = heard;
       self->quiet_checks_ = 0;
     } else if (++self->quiet_checks_ >= 4) {
       return self->close({CloseReason::Kind::idle_timeout, "no byte either way for " +
                                                                std::to_string(self->limits_.idle_timeout.count()) + " ms"});
+    } else if (self->quiet_checks_ == 2) {
+      self->send_keepalive();
     }
     self->arm_idle_check();
   });
+}
+
+bool TcpConnection::send_keepalive() {
+  return state_ == State::open && transport_ && transport_->send_keepalive();
 }
 
 void TcpConnection::resume_reading() {
@@ -398,9 +411,28 @@ void TcpConnection::note_output_shrank() {
   if (was_stopped && !stops_reading() && reading_ == Reading::idle && state_ != State::closed) post_read();
 }
 
+namespace {
+// What a transport that closes in band tells the peer for each reason of ours;
+// nothing for the peer's own end, an I/O error or a failed handshake.
+std::optional<StreamTransport::Goodbye> goodbye_for(CloseReason::Kind kind) noexcept {
+  using Goodbye = StreamTransport::Goodbye;
+  switch (kind) {
+    case CloseReason::Kind::local_close: return Goodbye::done;
+    case CloseReason::Kind::shutdown: return Goodbye::going_away;
+    case CloseReason::Kind::heartbeat_timeout: return Goodbye::peer_silent;
+    case CloseReason::Kind::idle_timeout: return Goodbye::idle;
+    case CloseReason::Kind::slow_consumer: return Goodbye::slow_consumer;
+    case CloseReason::Kind::protocol_error: return Goodbye::bad_input;
+    default: return std::nullopt;
+  }
+}
+}  // namespace
+
 void TcpConnection::close(CloseReason reason) {
   if (state_ == State::handshaking) return finish(std::move(reason));  // nothing was sent or taken yet
   if (state_ != State::open) return;
+  if (const auto goodbye = goodbye_for(reason.kind); goodbye && transport_)
+    transport_->say_goodbye(*goodbye, reason.detail, false);  // carried by shutdown_send(), after the queue
   pending_reason_ = std::move(reason);
   state_ = State::flushing;
   maybe_flush();
@@ -438,6 +470,8 @@ void TcpConnection::end_in_band(StreamTransport::End end, const boost::system::e
 
 void TcpConnection::abort(CloseReason reason) {
   if (state_ == State::closed) return;
+  if (const auto goodbye = goodbye_for(reason.kind); goodbye && transport_ && state_ != State::handshaking)
+    transport_->say_goodbye(*goodbye, reason.detail, true);
   finish(std::move(reason));
 }
 

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <vector>
 
@@ -93,6 +94,7 @@ class WebSocketTransport final : public StreamTransport {
         over_tls_(dynamic_cast<SocketLayer*>(lower_.get()) == nullptr),
         receiver_(role == WebSocketRole::server, options_.max_message_size),
         in_(kInputBuffer) {
+    receiver_.report_message_ends(options_.mirror_incoming_messages);
     if (role_ == WebSocketRole::client) {
       key_ = detail::make_client_key();
       if (RAND_bytes(reinterpret_cast<unsigned char*>(&mask_state_), sizeof mask_state_) != 1 || mask_state_ == 0)
@@ -248,7 +250,9 @@ class WebSocketTransport final : public StreamTransport {
     for (const auto& b : buffers) total += b.size();
     if (total == 0) return 0;
     if (close_sent_) return total;  // no message may follow a close frame: what comes after it is dropped
-    if (options_.message_size) {
+    if (options_.mirror_incoming_messages) {
+      frame_as_received(buffers);
+    } else if (options_.message_size) {
       frame_by_boundaries(buffers);
     } else {
       GatherCursor from(buffers);
@@ -272,12 +276,38 @@ class WebSocketTransport final : public StreamTransport {
 
   void shutdown_send() override {
     if (phase_ == Phase::open && !close_sent_) {
-      send_close(peer_close_code_.value_or(ws::close_code::normal));
+      // The peer's code echoed when it closed first; else ours, and why.
+      if (peer_close_code_) {
+        send_close(*peer_close_code_);
+      } else {
+        send_close(goodbye_ ? goodbye_->code : ws::close_code::normal, goodbye_ ? goodbye_->reason : "");
+      }
       boost::system::error_code ignored;
       flush_out(ignored);
     }
     lower_->shutdown_send();
   }
+
+  void say_goodbye(Goodbye why, std::string_view detail, bool now) override {
+    if (phase_ != Phase::open || close_sent_ || peer_close_code_) return;
+    goodbye_ = Farewell{goodbye_code(why), close_reason(why, detail)};
+    if (!now) return;  // shutdown_send() says it, after what is queued
+    send_close(goodbye_->code, goodbye_->reason);
+    boost::system::error_code ignored;
+    flush_out(ignored);
+  }
+
+  bool closes_in_band() const override { return true; }
+
+  bool send_keepalive() override {
+    if (phase_ != Phase::open || close_sent_ || in_band_end_ != End::none) return true;  // nothing may follow: none needed
+    append_control(ws::Opcode::ping, {});
+    boost::system::error_code ignored;
+    flush_out(ignored);  // what the socket does not take goes with the next read or write
+    return true;
+  }
+
+  std::uint64_t keepalives_heard() const override { return pongs_; }
 
   std::string describe() const override {
     return over_tls_ ? "WebSocket over " + lower_->describe() : std::string("WebSocket");
@@ -367,12 +397,58 @@ class WebSocketTransport final : public StreamTransport {
     });
   }
 
-  void send_close(std::uint16_t code) {
+  void send_close(std::uint16_t code, std::string_view reason = {}) {
     close_sent_ = true;
     if (code == ws::close_code::no_status) return append_control(ws::Opcode::close, {});
-    const std::array<std::byte, 2> payload{std::byte{static_cast<unsigned char>(code >> 8)},
-                                           std::byte{static_cast<unsigned char>(code)}};
-    append_control(ws::Opcode::close, payload);
+    std::array<std::byte, ws::kMaxControlPayload> payload{std::byte{static_cast<unsigned char>(code >> 8)},
+                                                          std::byte{static_cast<unsigned char>(code)}};
+    const std::size_t n = std::min(reason.size(), payload.size() - 2);
+    std::memcpy(payload.data() + 2, reason.data(), n);
+    append_control(ws::Opcode::close, std::span(payload).first(2 + n));
+  }
+
+  // "idle timeout: no byte either way for 30000 ms", cut to what a close
+  // frame holds (123 bytes), and only ASCII: the reason must be UTF-8.
+  static std::string close_reason(Goodbye why, std::string_view detail) {
+    static constexpr const char* kWhy[] = {"closed", "server shutting down", "heartbeat timeout", "idle timeout",
+                                           "slow consumer", "bad message"};
+    std::string reason = kWhy[static_cast<std::size_t>(why)];
+    if (!detail.empty()) (reason += ": ") += detail;
+    std::erase_if(reason, [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+    if (reason.size() > ws::kMaxControlPayload - 2) reason.resize(ws::kMaxControlPayload - 2);
+    return reason;
+  }
+
+  // One message per message received, as long: the caller's bytes wait in
+  // pending_ until the next received message's length of them is there.
+  void frame_as_received(std::span<const asio::const_buffer> buffers) {
+    for (const auto& b : buffers) {
+      const auto* p = static_cast<const std::byte*>(b.data());
+      pending_.insert(pending_.end(), p, p + b.size());
+    }
+    std::size_t at = 0;
+    while (!received_sizes_.empty() && received_sizes_.front() <= pending_.size() - at) {
+      append_binary(pending_.data() + at, static_cast<std::size_t>(received_sizes_.front()));
+      at += static_cast<std::size_t>(received_sizes_.front());
+      received_sizes_.pop_front();
+    }
+    // Bytes of a message still arriving wait for its end; bytes beyond every
+    // message received (a server that says something of its own) go as one.
+    if (received_sizes_.empty() && !receiver_.in_message() && at < pending_.size()) {
+      append_binary(pending_.data() + at, pending_.size() - at);
+      at = pending_.size();
+    }
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(at));
+  }
+
+  void append_binary(const std::byte* from, std::size_t n) {
+    append_frame(ws::Opcode::binary, n, [&](std::byte* to, const std::array<std::byte, 4>* mask) {
+      if (mask != nullptr) {
+        ws::mask_copy(from, to, n, *mask, 0);
+      } else if (n > 0) {
+        std::memcpy(to, from, n);
+      }
+    });
   }
 
   // One message per protocol frame: the caller's bytes wait in pending_ until
@@ -387,14 +463,7 @@ class WebSocketTransport final : public StreamTransport {
       const std::span<const std::byte> rest(pending_.data() + at, pending_.size() - at);
       const std::size_t n = options_.message_size(rest);
       if (n == 0 || n > rest.size()) break;
-      const std::byte* from = rest.data();
-      append_frame(ws::Opcode::binary, n, [&](std::byte* to, const std::array<std::byte, 4>* mask) {
-        if (mask != nullptr) {
-          ws::mask_copy(from, to, n, *mask, 0);
-        } else {
-          std::memcpy(to, from, n);
-        }
-      });
+      append_binary(rest.data(), n);
       at += n;
     }
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(at));
@@ -409,8 +478,19 @@ class WebSocketTransport final : public StreamTransport {
           append_control(ws::Opcode::pong, receiver_.control_payload());
         }
         break;
-      case ws::Receiver::Event::pong:  // unsolicited (this end sends no pings): allowed as a heartbeat, at a rate
-        if (!control_frame_allowed()) fail(ws::Errc::control_flood);
+      case ws::Receiver::Event::pong:  // an answer to our ping, or unsolicited (a heartbeat): either way, at a rate
+        if (!control_frame_allowed()) {
+          fail(ws::Errc::control_flood);
+        } else {
+          ++pongs_;
+        }
+        break;
+      case ws::Receiver::Event::message_end:
+        if (received_sizes_.size() >= kMaxUnansweredMessages) {
+          fail(ws::Errc::unanswered_messages);
+        } else {
+          received_sizes_.push_back(receiver_.last_message_size());
+        }
         break;
       case ws::Receiver::Event::close:
         // The messages end here (a clean end). The answer, with the same code,
@@ -528,6 +608,13 @@ class WebSocketTransport final : public StreamTransport {
   std::chrono::steady_clock::time_point control_window_start_{};
   std::uint32_t control_frames_in_window_ = 0;
   std::optional<std::uint16_t> peer_close_code_;  // the peer's close, answered by shutdown_send()
+  struct Farewell {
+    std::uint16_t code;
+    std::string reason;
+  };
+  std::optional<Farewell> goodbye_;  // why this end closes (say_goodbye), for its close frame
+  std::uint64_t pongs_ = 0;
+  std::deque<std::uint64_t> received_sizes_;  // mirror_incoming_messages: lengths of the messages still to echo
   std::optional<std::error_code> refusal_;
   End in_band_end_ = End::none;
   std::optional<boost::system::error_code> signal_;  // the in-band end, for the next read_some
@@ -535,6 +622,18 @@ class WebSocketTransport final : public StreamTransport {
 };
 
 }  // namespace
+
+std::uint16_t goodbye_code(StreamTransport::Goodbye why) noexcept {
+  switch (why) {
+    case StreamTransport::Goodbye::going_away: return ws::close_code::going_away;
+    case StreamTransport::Goodbye::peer_silent:
+    case StreamTransport::Goodbye::slow_consumer:
+    case StreamTransport::Goodbye::bad_input: return ws::close_code::policy_violation;
+    case StreamTransport::Goodbye::done:
+    case StreamTransport::Goodbye::idle: break;
+  }
+  return ws::close_code::normal;
+}
 
 std::unique_ptr<StreamTransport> make_websocket_transport(WebSocketRole role, WebSocketOptions options,
                                                           std::unique_ptr<StreamTransport> tls) {

@@ -29,6 +29,7 @@ class WebSocketCategory final : public std::error_category {
       case Errc::close_reason_not_utf8: return "websocket: close reason not UTF-8 (close 1007)";
       case Errc::empty_frame_flood: return "websocket: a flood of data frames that carry nothing (close 1008)";
       case Errc::control_flood: return "websocket: pings or pongs faster than allowed (close 1008)";
+      case Errc::unanswered_messages: return "websocket: too many messages waiting for their echo (close 1008)";
     }
     return "websocket: unknown error";
   }
@@ -53,7 +54,8 @@ std::uint16_t close_code_for(Errc e) noexcept {
     case Errc::message_too_big: return close_code::message_too_big;
     case Errc::close_reason_not_utf8: return close_code::invalid_payload;
     case Errc::empty_frame_flood:
-    case Errc::control_flood: return close_code::policy_violation;
+    case Errc::control_flood:
+    case Errc::unanswered_messages: return close_code::policy_violation;
     default: return close_code::protocol_error;
   }
 }
@@ -229,6 +231,7 @@ Receiver::Event Receiver::end_frame() noexcept {
       if (fin_) {
         in_message_ = false;
         ++messages_;
+        if (report_message_ends_) return Event::message_end;
       }
       return Event::none;
   }
