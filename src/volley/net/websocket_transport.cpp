@@ -403,7 +403,7 @@ class WebSocketTransport final : public StreamTransport {
     std::array<std::byte, ws::kMaxControlPayload> payload{std::byte{static_cast<unsigned char>(code >> 8)},
                                                           std::byte{static_cast<unsigned char>(code)}};
     const std::size_t n = std::min(reason.size(), payload.size() - 2);
-    std::memcpy(payload.data() + 2, reason.data(), n);
+    if (n > 0) std::memcpy(payload.data() + 2, reason.data(), n);  // an empty view's data() may be null
     append_control(ws::Opcode::close, std::span(payload).first(2 + n));
   }
 
