@@ -30,6 +30,7 @@
 #include "framings.hpp"
 #include "links.hpp"
 #include "listening_server.hpp"
+#include "metrics_scrape.hpp"
 #include "raw_client.hpp"
 #include "run_until.hpp"
 #include "server_thread.hpp"
@@ -472,14 +473,20 @@ TEST_P(RpcOver, AClientFailsItsPendingCallsWhenTheServerFallsSilent) {
 
 TEST(Tls, AnRpcClientThatCannotVerifyTheServerSaysWhy) {
   TempDir dir;
-  std::vector<std::string> args{"rpc-server", "-b", "127.0.0.1", "-p", "0", "--json"};
+  std::vector<std::string> args{"rpc-server", "-b", "127.0.0.1", "-p", "0", "--json", "--metrics", "127.0.0.1:0"};
   for (auto& f : server_flags(Link::tls)) args.push_back(f);
   ListeningServer server(dir, args, "rpc-server");
+  const int mport = metrics_port(server.process());
+  ASSERT_GT(mport, 0);
   ChildProcess client({bin("volley"), "rpc-bench", "-p", std::to_string(server.port()), "-z", "0.2", "--mode", "ping",
                        "--tls", "--ca", TestCerts::get().file("other-ca.pem")},
                       dir.file("rpc-bench"));
   EXPECT_EQ(client.wait_for(60s).value_or(-1), 1);
   EXPECT_NE(client.stdout_text().find("certificate verify failed"), std::string::npos) << client.stdout_text();
+  // The client is done once it has refused the certificate; the server counts
+  // the failed handshake when it reads the client's alert, which may be after
+  // that. Stopped before, it would count a connection closed at shutdown.
+  EXPECT_TRUE(wait_for_metric(mport, "volley_handshake_failures_total", [](double n) { return n >= 1; }, 20s));
   EXPECT_EQ(json_u64(server.stop(), "handshake_failures"), 1u);
 }
 
