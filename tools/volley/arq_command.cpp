@@ -384,8 +384,7 @@ Runner add_arq_commands(CLI::App& app) {
         tools::print(stderr, "volley arq-send: --port is required (the receiver's, or a netem relay's)\n");
         return 2;
       }
-      o->address = o->host.find(':') == std::string::npos ? fmt::format("{}:{}", o->host, o->port)
-                                                            : fmt::format("[{}]:{}", o->host, o->port);
+      o->address = endpoint_text(o->host, o->port);
     }
     return send->parsed() ? run_send(*o) : run_recv(*o, *metrics, *design);
   };

@@ -1,11 +1,19 @@
 #pragma once
 // ADDRESS:PORT on the command line ("127.0.0.1:9000", "[::1]:9000"), numeric only.
+#include <cstdint>
 #include <optional>
 #include <string>
 
 #include <boost/asio/ip/udp.hpp>
 
 namespace volley::tools {
+
+// The ADDRESS:PORT text of an address and port given apart (--bind or
+// --address, and --port), an IPv6 address in brackets.
+inline std::string endpoint_text(const std::string& address, std::uint16_t port) {
+  const bool ipv6 = address.find(':') != std::string::npos;
+  return (ipv6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
+}
 
 inline std::optional<boost::asio::ip::udp::endpoint> parse_udp_endpoint(const std::string& text) {
   const auto colon = text.rfind(':');

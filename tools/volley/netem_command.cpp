@@ -239,10 +239,7 @@ bool parse_both(const NetemOptions& o, netem::Impairment& up, netem::Impairment&
 int run_udp(const NetemOptions& o) {
   netem::Impairment up, down;
   if (!parse_both(o, up, down)) return 2;
-  const std::string listen_text =
-      !o.listen.empty() ? o.listen
-      : o.bind.find(':') == std::string::npos ? fmt::format("{}:{}", o.bind, o.port)
-                                               : fmt::format("[{}]:{}", o.bind, o.port);
+  const std::string listen_text = !o.listen.empty() ? o.listen : endpoint_text(o.bind, o.port);
   const auto listen = parse_udp_endpoint(listen_text);
   const auto forward = parse_udp_endpoint(o.forward);
   if (!listen || !forward) {
