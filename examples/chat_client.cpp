@@ -44,9 +44,8 @@ int main(int argc, char** argv) {
   std::optional<boost::asio::ssl::context> context;  // outlives the client: each connection's TLS shares it
   if (args.size() > 2) {
     context.emplace(net::make_tls_client_context(args[2], /*verify=*/true, net::TlsVersion::any));
-    options.make_transport = [&context, host = options.host] {
-      return net::make_tls_transport(*context, net::TlsRole::client, host);
-    };
+    // Each reconnect resumes the TLS session the connection before was issued.
+    options.make_transport = net::make_resuming_tls_transports(*context, options.host);
   }
   if (ws) {
     net::WebSocketOptions websocket;

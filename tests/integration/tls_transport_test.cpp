@@ -1,9 +1,5 @@
 // The TLS transport on its own, over a socket pair, no event loop: its write
 // path keeps what the socket does not take and sends it first next time.
-#include <fcntl.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -12,51 +8,18 @@
 #include <gtest/gtest.h>
 
 #include "links.hpp"
+#include "transport_pair.hpp"
 
 namespace volley::test {
 namespace {
 
 std::byte pattern(std::size_t i) { return static_cast<std::byte>((i * 131 + (i >> 10) + 7) & 0xff); }
 
-class SocketPair {
- public:
-  SocketPair() {
-    if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds_) != 0) throw std::runtime_error("socketpair failed");
-    for (const int fd : fds_) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-    const int small = 32 * 1024;  // the socket takes a few records, then writes come back short
-    ::setsockopt(fds_[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
-  }
-  ~SocketPair() {
-    ::close(fds_[0]);
-    ::close(fds_[1]);
-  }
-  SocketPair(const SocketPair&) = delete;
-  SocketPair& operator=(const SocketPair&) = delete;
-  int server() const { return fds_[0]; }
-  int client() const { return fds_[1]; }
-
- private:
-  int fds_[2] = {-1, -1};
-};
-
-// Both ends' handshakes, stepped in turn until both are done (bounded).
-bool handshake(net::StreamTransport& a, net::StreamTransport& b) {
-  bool a_done = false, b_done = false;
-  for (int step = 0; step < 1000 && !(a_done && b_done); ++step) {
-    boost::system::error_code ec;
-    if (!a_done) a_done = a.handshake(ec) == net::StreamTransport::Wait::none;
-    if (ec) return false;
-    if (!b_done) b_done = b.handshake(ec) == net::StreamTransport::Wait::none;
-    if (ec) return false;
-  }
-  return a_done && b_done;
-}
-
 // Each write is one buffer that makes one TLS record, the case sent straight
 // from OpenSSL's buffer: a send the socket takes only partly must keep the
 // rest, send it before anything newer, and lose nothing.
 TEST(TlsTransport, OneRecordWritesThatTheSocketTakesPartlyKeepTheRestAndSendItFirst) {
-  SocketPair sockets;
+  SocketPair sockets(32 * 1024);  // the socket takes a few records, then writes come back short
   const auto server = server_transport(Link::tls)();
   const auto client = client_transport(Link::tls)();
   server->attach(sockets.server());

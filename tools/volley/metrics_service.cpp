@@ -51,6 +51,11 @@ void write_server_metrics(metrics::PrometheusText& out, const net::Server& serve
   out.family("volley_handshake_failures_total", "counter",
              "Connections whose transport handshake (TLS) failed or missed its deadline.");
   out.sample("volley_handshake_failures_total", static_cast<double>(server.handshake_failures()));
+  out.family("volley_handshakes_total", "counter", "Transport handshakes (TLS, WebSocket upgrade) finished.");
+  out.sample("volley_handshakes_total", static_cast<double>(server.handshakes()));
+  out.family("volley_tls_resumed_handshakes_total", "counter",
+             "TLS handshakes that resumed a session the client was issued before (no certificate sent).");
+  out.sample("volley_tls_resumed_handshakes_total", static_cast<double>(server.resumed_handshakes()));
   out.family("volley_websocket_floods_total", "counter",
              "WebSocket peers closed with 1008 for frames that carry nothing or pings beyond the allowed rate.");
   out.sample("volley_websocket_floods_total", static_cast<double>(ws.stats->floods.load(std::memory_order_relaxed)));

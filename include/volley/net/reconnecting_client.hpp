@@ -38,15 +38,18 @@ struct ReconnectingClientOptions {
   // there). The handshake deadline is connect_timeout's.
   ConnectionLimits connection_limits{};
   std::function<std::unique_ptr<SessionCodec>()> make_codec;
-  // Each connection's transport (TLS: make_tls_transport(ctx, TlsRole::client,
-  // host)); empty for plain TCP. Its handshake counts against connect_timeout,
-  // and a failed one is a failed attempt.
+  // Each connection's transport (TLS: make_resuming_tls_transports(ctx, host),
+  // whose connections resume the session the one before was issued); empty
+  // for plain TCP. Its handshake counts against connect_timeout, and a failed
+  // one is a failed attempt.
   std::function<std::unique_ptr<StreamTransport>()> make_transport;
   std::uint64_t jitter_seed = 0x5eed;
 };
 
 struct ReconnectingClientStats {
   std::uint64_t connects = 0;
+  // Connects whose TLS handshake resumed the session an earlier one was issued.
+  std::uint64_t resumed_connects = 0;
   std::uint64_t failed_attempts = 0;
   std::uint64_t disconnects = 0;
   std::uint64_t outbox_refusals = 0;

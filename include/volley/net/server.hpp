@@ -124,6 +124,9 @@ class Server {
   std::uint64_t over_limit_connections() const noexcept { return tcp_ ? tcp_->over_limit_connections() : 0; }
   /// Connections whose TLS handshake failed or missed its deadline.
   std::uint64_t handshake_failures() const noexcept { return tcp_ ? tcp_->handshake_failures() : 0; }
+  /// TLS handshakes finished, and those that resumed a session (no certificate exchanged).
+  std::uint64_t handshakes() const noexcept { return tcp_ ? tcp_->handshakes() : 0; }
+  std::uint64_t resumed_handshakes() const noexcept { return tcp_ ? tcp_->resumed_handshakes() : 0; }
   /// Connections aborted because they had not closed within shutdown_timeout.
   std::uint64_t aborted_at_shutdown() const noexcept { return tcp_ ? tcp_->aborted_at_shutdown() : 0; }
   /// The signal that stopped the server, 0 if none did.

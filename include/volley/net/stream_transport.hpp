@@ -74,6 +74,9 @@ class StreamTransport {
   // Answers to those keepalives heard so far (pongs): a caller that sees the
   // count grow knows the peer is there, though no data came.
   virtual std::uint64_t keepalives_heard() const { return 0; }
+  // After the handshake: it resumed a session the client was issued before
+  // (TLS session resumption: no certificate sent, one round trip less).
+  virtual bool resumed_session() const { return false; }
   // For logs and reports: "TLSv1.3 TLS_AES_256_GCM_SHA384".
   virtual std::string describe() const = 0;
 };

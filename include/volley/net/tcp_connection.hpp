@@ -185,6 +185,11 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   StreamHandler& handler() noexcept { return *handler_; }
   // Runs after the handler's on_close; the owner uses it to forget the connection.
   void set_close_observer(std::function<void(TcpConnection&)> observer) { close_observer_ = std::move(observer); }
+  // Runs when the transport's handshake has finished, before the handler's
+  // on_open; the owner counts handshakes (transport()->resumed_session()).
+  void set_handshake_observer(std::function<void(TcpConnection&)> observer) {
+    handshake_observer_ = std::move(observer);
+  }
 
  private:
   enum class State { handshaking, open, flushing, half_closed, closed };
@@ -272,6 +277,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   CloseReason pending_reason_;
   CloseReason::Kind close_kind_ = CloseReason::Kind::local_close;
   std::function<void(TcpConnection&)> close_observer_;
+  std::function<void(TcpConnection&)> handshake_observer_;
   // How this connection learns of input and reads it (connection_input.hpp).
   // Last: it refers to socket_ and transport_.
   std::unique_ptr<detail::ConnectionInput> input_;

@@ -52,6 +52,10 @@ class TcpServer {
   std::uint64_t over_limit_connections() const noexcept { return over_limit_.load(std::memory_order_relaxed); }
   // Connections whose transport's handshake failed or missed its deadline.
   std::uint64_t handshake_failures() const noexcept { return handshake_failures_.load(std::memory_order_relaxed); }
+  // Transport handshakes finished, and those of them that resumed a session
+  // the client was issued before (TLS session resumption).
+  std::uint64_t handshakes() const noexcept { return handshakes_.load(std::memory_order_relaxed); }
+  std::uint64_t resumed_handshakes() const noexcept { return resumed_handshakes_.load(std::memory_order_relaxed); }
   // Stops accepting and closes every connection gracefully, each on its loop;
   // a connection still not closed after `deadline` (a peer that stopped
   // reading keeps a flush from ever finishing) is aborted, its unsent bytes
@@ -83,6 +87,8 @@ class TcpServer {
   std::atomic<std::size_t> open_{0};  // accepted and not yet closed (counted on the accept loop, released on the workers)
   std::atomic<std::uint64_t> over_limit_{0};
   std::atomic<std::uint64_t> handshake_failures_{0};
+  std::atomic<std::uint64_t> handshakes_{0};
+  std::atomic<std::uint64_t> resumed_handshakes_{0};
   HandlerFactory factory_;
   TransportFactory transport_;
   ConnectionLimits limits_;

@@ -4,7 +4,9 @@
 // them), so any TcpConnection, and any Session or protocol on it, can run over
 // TLS. The client verifies the server's certificate chain and name by default;
 // turning that off is the caller's explicit choice (and should be said loudly).
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <boost/asio/ssl/context.hpp>
@@ -29,11 +31,51 @@ void use_tls_client_certificate(boost::asio::ssl::context& context, const std::s
 
 enum class TlsRole { client, server };
 
+// The TLS session one client resumes when it connects to the same server
+// again: the last one that server issued on a connection made with this cache
+// (a TLS 1.3 ticket, which arrives after the handshake with the first data
+// read; or TLS 1.2's session). The next connection offers it; a server that
+// cannot use it (restarted, its ticket keys changed, the ticket expired)
+// answers with a full handshake, and that connection's own session replaces
+// it. 0-RTT stays off: nothing is sent before the handshake finishes. One
+// cache per server a client talks to (a ticket is that server's); its
+// connections may run on any thread.
+class TlsSessionCache {
+ public:
+  TlsSessionCache() = default;
+  ~TlsSessionCache();
+  TlsSessionCache(const TlsSessionCache&) = delete;
+  TlsSessionCache& operator=(const TlsSessionCache&) = delete;
+
+  bool has_session() const;
+  // The next connection does a full handshake.
+  void clear();
+
+  // For the transport: a copy of the kept session (the caller frees it), or null.
+  SSL_SESSION* acquire() const;
+  // Keeps a copy of `session` in place of the one before (null: none).
+  void keep(SSL_SESSION* session);
+
+ private:
+  mutable std::mutex mutex_;
+  SSL_SESSION* session_ = nullptr;
+};
+
 // One connection's TLS. The context must be configured before and is shared
 // (OpenSSL counts its references). A client checks the server's certificate
 // against `server_name` (a DNS name or an IP address; also sent as SNI when a
-// name) whenever the context verifies peers.
+// name) whenever the context verifies peers. `sessions` (clients only): offer
+// the session kept there, and keep the ones this connection is issued; the
+// context must be make_tls_client_context's (std::invalid_argument otherwise).
 std::unique_ptr<StreamTransport> make_tls_transport(boost::asio::ssl::context& context, TlsRole role,
-                                                    const std::string& server_name = {});
+                                                    const std::string& server_name = {},
+                                                    std::shared_ptr<TlsSessionCache> sessions = nullptr);
+
+// Client transports to one server for one client that reconnects
+// (ReconnectingClientOptions::make_transport, RpcClient::start): each
+// connection resumes the session its predecessor was issued (one
+// TlsSessionCache of their own). `context` must outlive the factory.
+std::function<std::unique_ptr<StreamTransport>()> make_resuming_tls_transports(boost::asio::ssl::context& context,
+                                                                               std::string server_name);
 
 }  // namespace volley::net

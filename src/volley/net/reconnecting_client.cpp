@@ -145,8 +145,10 @@ void ReconnectingClient::stop() {
   if (connection_) connection_->close({CloseReason::Kind::local_close, {}});
 }
 
-void ReconnectingClient::on_open(Session& /*session*/) {
+void ReconnectingClient::on_open(Session& session) {
   ++stats_.connects;
+  if (const TcpConnection* c = session.connection(); c != nullptr && c->transport() != nullptr)
+    if (c->transport()->resumed_session()) ++stats_.resumed_connects;
   session_opened_ = true;
   backoff_.reset();
   if (callbacks_.on_open) callbacks_.on_open();

@@ -74,6 +74,7 @@ void TcpConnection::continue_handshake() {
   if (wait == StreamTransport::Wait::none) {
     linger_timer_.cancel();
     state_ = State::open;
+    if (handshake_observer_) handshake_observer_(*this);
     return begin();
   }
   wait_then(wait, [self = shared_from_this()](const boost::system::error_code& wait_error) {

@@ -120,6 +120,11 @@ void TcpServer::adopt(std::size_t worker, asio::ip::tcp::socket socket) {
                                                     transport_ ? transport_() : nullptr);
   auto& live = live_[worker];
   live.emplace(connection.get(), connection);
+  if (connection->transport() != nullptr)
+    connection->set_handshake_observer([this](TcpConnection& c) {
+      handshakes_.fetch_add(1, std::memory_order_relaxed);
+      if (c.transport()->resumed_session()) resumed_handshakes_.fetch_add(1, std::memory_order_relaxed);
+    });
   connection->set_close_observer([this, worker](TcpConnection& c) {
     open_.fetch_sub(1, std::memory_order_relaxed);
     if (c.close_kind() == CloseReason::Kind::handshake_failed)

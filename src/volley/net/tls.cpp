@@ -43,6 +43,17 @@ void cache_certificate_extensions(SSL_CTX* ctx) {
   }
 }
 
+// The client contexts' new-session callback (below, with the transport).
+int on_new_session(SSL* ssl, SSL_SESSION* session);
+
+// Every client context lets its connections keep the sessions servers issue
+// (TlsSessionCache); OpenSSL's own client cache stays unused (sessions are
+// kept per server by the caller, not per context).
+void enable_session_callback(SSL_CTX* ctx) {
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_sess_set_new_cb(ctx, &on_new_session);
+}
+
 }  // namespace
 
 ssl::context make_tls_server_context(const std::string& certificate_chain_file, const std::string& private_key_file,
@@ -68,6 +79,7 @@ ssl::context make_tls_client_context(const std::string& ca_file, bool verify, Tl
   if (version == TlsVersion::tls12) SSL_CTX_set_max_proto_version(ctx.native_handle(), TLS1_2_VERSION);
   if (version == TlsVersion::tls13) SSL_CTX_set_max_proto_version(ctx.native_handle(), TLS1_3_VERSION);
   SSL_CTX_set_options(ctx.native_handle(), SSL_OP_NO_RENEGOTIATION);
+  enable_session_callback(ctx.native_handle());
   if (!verify) {
     ctx.set_verify_mode(ssl::verify_none);
     return ctx;
@@ -114,8 +126,9 @@ class TlsTransport final : public StreamTransport {
   // header, means two or three receives for a 32 KiB batch).
   static constexpr std::size_t kReadBuffer = 64 * 1024;
 
-  TlsTransport(ssl::context& context, TlsRole role, const std::string& server_name)
-      : ssl_(SSL_new(context.native_handle())) {
+  TlsTransport(ssl::context& context, TlsRole role, const std::string& server_name,
+               std::shared_ptr<TlsSessionCache> sessions)
+      : ssl_(SSL_new(context.native_handle())), sessions_(role == TlsRole::client ? std::move(sessions) : nullptr) {
     if (ssl_ == nullptr) throw std::runtime_error("TLS: SSL_new failed");
     // A write that blocks after some records went out reports them (partial
     // writes), and its retry may come from a buffer that moved.
@@ -129,6 +142,17 @@ class TlsTransport final : public StreamTransport {
       return;
     }
     SSL_set_connect_state(ssl_);
+    if (sessions_) {
+      if (SSL_CTX_sess_get_new_cb(context.native_handle()) != &on_new_session) {
+        SSL_free(ssl_);
+        throw std::invalid_argument("TLS session cache: make the client context with make_tls_client_context");
+      }
+      SSL_set_app_data(ssl_, this);
+      if (SSL_SESSION* kept = sessions_->acquire()) {
+        SSL_set_session(ssl_, kept);  // takes a reference of its own
+        SSL_SESSION_free(kept);
+      }
+    }
     if (server_name.empty()) return;
     boost::system::error_code not_ip;
     asio::ip::make_address(server_name, not_ip);
@@ -153,7 +177,10 @@ class TlsTransport final : public StreamTransport {
     ERR_clear_error();
     errno = 0;
     const int r = SSL_do_handshake(ssl_);
-    if (r == 1) return Wait::none;
+    if (r == 1) {
+      resumed_ = SSL_session_reused(ssl_) == 1;
+      return Wait::none;
+    }
     const int err = SSL_get_error(ssl_, r);
     if (err == SSL_ERROR_WANT_READ) return Wait::read;
     if (err == SSL_ERROR_WANT_WRITE) return Wait::write;
@@ -274,24 +301,78 @@ class TlsTransport final : public StreamTransport {
     if (SSL_is_init_finished(ssl_)) SSL_shutdown(ssl_);
   }
 
+  bool resumed_session() const override { return resumed_; }
+
+  // A session the server issued on this connection (TLS 1.3: each ticket,
+  // after the handshake; TLS 1.2: at its end).
+  void issued(SSL_SESSION* session) {
+    if (sessions_ && SSL_SESSION_is_resumable(session) == 1) sessions_->keep(session);
+  }
+
   std::string describe() const override {
-    return std::string(SSL_get_version(ssl_)) + " " + SSL_get_cipher_name(ssl_);
+    return std::string(SSL_get_version(ssl_)) + " " + SSL_get_cipher_name(ssl_) + (resumed_ ? ", resumed" : "");
   }
 
  private:
+
   static int chunk(std::size_t n) noexcept { return static_cast<int>(std::min<std::size_t>(n, INT_MAX / 2)); }
 
   SSL* ssl_;
   std::optional<detail::TlsSocketBio> bio_;  // made by attach(), owned here, used by ssl_'s BIO
   Wait blocked_ = Wait::none;
   std::optional<boost::system::error_code> end_;
+  std::shared_ptr<TlsSessionCache> sessions_;
+  bool resumed_ = false;
 };
+
+// Returns 0: OpenSSL keeps its object, which it changes in place (a later
+// ticket; marked not resumable when its connection ends without close_notify);
+// the cache keeps a copy.
+int on_new_session(SSL* ssl, SSL_SESSION* session) {
+  if (auto* transport = static_cast<TlsTransport*>(SSL_get_app_data(ssl))) transport->issued(session);
+  return 0;
+}
 
 }  // namespace
 
 std::unique_ptr<StreamTransport> make_tls_transport(ssl::context& context, TlsRole role,
-                                                    const std::string& server_name) {
-  return std::make_unique<TlsTransport>(context, role, server_name);
+                                                    const std::string& server_name,
+                                                    std::shared_ptr<TlsSessionCache> sessions) {
+  return std::make_unique<TlsTransport>(context, role, server_name, std::move(sessions));
+}
+
+std::function<std::unique_ptr<StreamTransport>()> make_resuming_tls_transports(ssl::context& context,
+                                                                               std::string server_name) {
+  return [&context, server_name = std::move(server_name), sessions = std::make_shared<TlsSessionCache>()] {
+    return make_tls_transport(context, TlsRole::client, server_name, sessions);
+  };
+}
+
+TlsSessionCache::~TlsSessionCache() { SSL_SESSION_free(session_); }
+
+bool TlsSessionCache::has_session() const {
+  const std::lock_guard lock(mutex_);
+  return session_ != nullptr;
+}
+
+void TlsSessionCache::clear() { keep(nullptr); }
+
+// Copies both ways: a connection's OpenSSL changes the session it offered in
+// place, and connections on other threads may offer the same one meanwhile.
+SSL_SESSION* TlsSessionCache::acquire() const {
+  const std::lock_guard lock(mutex_);
+  return session_ != nullptr ? SSL_SESSION_dup(session_) : nullptr;
+}
+
+void TlsSessionCache::keep(SSL_SESSION* session) {
+  if (session != nullptr) session = SSL_SESSION_dup(session);
+  SSL_SESSION* old = nullptr;
+  {
+    const std::lock_guard lock(mutex_);
+    old = session_;
+    session_ = session;
+  }
+  SSL_SESSION_free(old);  // null is fine
 }
 
 }  // namespace volley::net

@@ -309,6 +309,7 @@ class WebSocketTransport final : public StreamTransport {
 
   std::uint64_t keepalives_heard() const override { return pongs_; }
 
+  bool resumed_session() const override { return lower_->resumed_session(); }
   std::string describe() const override {
     return over_tls_ ? "WebSocket over " + lower_->describe() : std::string("WebSocket");
   }
