@@ -1,7 +1,10 @@
 // The TLS transport on its own, over a socket pair, no event loop: its write
-// path keeps what the socket does not take and sends it first next time.
+// path keeps what the socket does not take and sends it first next time; and
+// the probe of what the kernel offers for TLS.
 #include <cstddef>
+#include <fstream>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <boost/asio/buffer.hpp>
@@ -58,6 +61,29 @@ TEST(TlsTransport, OneRecordWritesThatTheSocketTakesPartlyKeepTheRestAndSendItFi
   EXPECT_EQ(received, kTotal);
   EXPECT_EQ(accepted, kTotal);
   EXPECT_GT(kept, 0) << "no write came back short: the case under test never happened";
+}
+
+// The probe of kernel TLS agrees with the kernel's own list and says why not
+// where there is none; either way the records stay in user space, which the
+// start-up line says, and a TLS connection there works (every test above).
+TEST(KernelTls, TheProbeAgreesWithTheKernelsListAndSaysWhyNot) {
+  std::string listed;
+  std::ifstream ulp("/proc/sys/net/ipv4/tcp_available_ulp");
+  std::getline(ulp, listed);
+  const net::KernelTlsProbe& probe = net::probe_kernel_tls();
+  if ((" " + listed + " ").find(" tls ") != std::string::npos) {
+    EXPECT_TRUE(probe.available) << probe.detail;
+  }
+  if (probe.available) {
+    EXPECT_NE(probe.detail.find("the kernel offers tls"), std::string::npos) << probe.detail;
+  } else {
+    EXPECT_NE(probe.detail.find("no tls upper-layer protocol"), std::string::npos) << probe.detail;
+    EXPECT_NE(probe.detail.find("TCP_ULP \"tls\": "), std::string::npos) << probe.detail;
+    EXPECT_NE(probe.detail.find(listed.empty() ? "none listed" : listed), std::string::npos) << probe.detail;
+  }
+  const std::string line = net::tls_record_layer_text();
+  EXPECT_NE(line.find("TLS records in user space by OpenSSL"), std::string::npos) << line;
+  EXPECT_NE(line.find(probe.detail), std::string::npos) << line;
 }
 
 }  // namespace

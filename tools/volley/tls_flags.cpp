@@ -34,6 +34,7 @@ void apply_tls(net::ServerOptions& options, const TlsServerFlags& flags) {
   if (flags.cert.empty() || flags.key.empty())
     throw std::runtime_error("TLS needs --cert and --key (scripts/make-test-certs.sh makes a throw-away pair)");
   auto context = std::make_shared<ssl::context>(net::make_tls_server_context(flags.cert, flags.key, flags.client_ca));
+  spdlog::info("{}", net::tls_record_layer_text());
   options.transport = [context] { return net::make_tls_transport(*context, net::TlsRole::server); };
   options.connection_limits.handshake_timeout =
       std::chrono::milliseconds(static_cast<std::int64_t>(flags.handshake_timeout_s * 1000));

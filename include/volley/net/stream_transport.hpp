@@ -44,6 +44,11 @@ class StreamTransport {
   // already seen): the connection must read again without waiting, since no
   // new readiness will announce it.
   virtual bool has_buffered_input() const = 0;
+  // The transport's last receive from the socket left it empty, as the kernel
+  // said (EAGAIN, or TCP_INQ's count of 0, which counts a pending end as 1):
+  // anything new raises a new epoll edge, so the connection may wait for that
+  // edge instead of re-arming its registration (edge_read_wait.hpp).
+  virtual bool read_socket_dry() const { return false; }
   // Output already taken (write_some counted it) but not yet on the socket:
   // the connection waits for writability and calls write_some again (with
   // nothing new, if need be) until this is false, before the write completes.

@@ -31,6 +31,20 @@ void use_tls_client_certificate(boost::asio::ssl::context& context, const std::s
 
 enum class TlsRole { client, server };
 
+// What this kernel offers for TLS records (kernel TLS: the `tls` upper-layer
+// protocol, which would let the kernel encrypt what a send gives it), probed
+// once per process: listed in /proc/sys/net/ipv4/tcp_available_ulp, or
+// loadable (TCP_ULP "tls" on a loopback connection). Volley's TLS transport
+// runs its records in user space (OpenSSL) on every kernel today: the probe
+// is for the start-up line, which says why it is not the kernel.
+struct KernelTlsProbe {
+  bool available = false;
+  std::string detail;  // "this kernel has no tls upper-layer protocol (tcp_available_ulp: mptcp; ...)"
+};
+const KernelTlsProbe& probe_kernel_tls();
+// One line for a TLS program's start: who encrypts the records, and what the kernel offers.
+std::string tls_record_layer_text();
+
 // The TLS session one client resumes when it connects to the same server
 // again: the last one that server issued on a connection made with this cache
 // (a TLS 1.3 ticket, which arrives after the handshake with the first data

@@ -60,13 +60,16 @@ class SpinInput final : public ConnectionInput {
 
 // Bytes read through a transport (TLS, WebSocket), which reads the socket
 // itself: readiness comes from `socket_input`, unless the transport has
-// input already or must write before it can read on.
+// input already or must write before it can read on. With `edge` (a loop one
+// thread runs, epoll), a transport that read the socket dry waits for the
+// next edge instead (no epoll_ctl per wait).
 class TransportInput final : public ConnectionInput {
  public:
-  TransportInput(asio::ip::tcp::socket& socket, StreamTransport& transport, std::unique_ptr<ConnectionInput> socket_input)
-      : socket_(socket), transport_(transport), socket_input_(std::move(socket_input)) {}
+  TransportInput(asio::ip::tcp::socket& socket, StreamTransport& transport, std::unique_ptr<ConnectionInput> socket_input,
+                 std::unique_ptr<ConnectionInput> edge)
+      : socket_(socket), transport_(transport), socket_input_(std::move(socket_input)), edge_(std::move(edge)) {}
 
-  Kind kind() const noexcept override { return socket_input_->kind(); }
+  Kind kind() const noexcept override { return edge_ ? Kind::edge : socket_input_->kind(); }
   void wait(std::shared_ptr<TcpConnection> connection) override {
     // What blocked_on() says belongs to the transport's last call, which may
     // have been a write: it is asked only right after a read that blocked.
@@ -85,6 +88,10 @@ class TransportInput final : public ConnectionInput {
       asio::post(socket_.get_executor(), [connection = std::move(connection)] { ready(*connection, {}); });
       return;
     }
+    // The edge wait is right only right after a receive that left the
+    // socket empty, which the transport knows; otherwise Asio's wait, which
+    // also reports input already there.
+    if (edge_ && transport_.read_socket_dry()) return edge_->wait(std::move(connection));
     socket_input_->wait(std::move(connection));
   }
   std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec) override {
@@ -92,12 +99,17 @@ class TransportInput final : public ConnectionInput {
     last_read_blocked_ = ec == asio::error::would_block || ec == asio::error::try_again;
     return n;
   }
-  bool left_over() const noexcept override { return transport_.has_buffered_input(); }
+  // The edge wait's own "left over" is an error or hang-up it saw with the
+  // last edge: the transport reads on until the socket gives it.
+  bool left_over() const noexcept override {
+    return transport_.has_buffered_input() || (edge_ && edge_->left_over());
+  }
 
  private:
   asio::ip::tcp::socket& socket_;
   StreamTransport& transport_;
   std::unique_ptr<ConnectionInput> socket_input_;
+  std::unique_ptr<ConnectionInput> edge_;
   bool last_read_blocked_ = false;
 };
 
@@ -114,13 +126,16 @@ std::unique_ptr<ConnectionInput> make_readiness_input(asio::ip::tcp::socket& soc
 
 std::unique_ptr<ConnectionInput> ConnectionInput::make_for(asio::ip::tcp::socket& socket, StreamTransport* transport) {
   if (transport != nullptr) {
-    // A transport may leave input on the socket after a short read of its
-    // own, where the edge wait would miss it, and it reads the socket itself,
-    // where the ring cannot hand it bytes.
+    // A transport reads the socket itself, where the ring cannot hand it
+    // bytes, and may leave input on the socket after a short read of its
+    // own, where the edge wait would miss it: the edge is used only after a
+    // read the transport knows left the socket dry (make_edge_input turns on
+    // TCP_INQ, which lets it know).
     std::unique_ptr<ConnectionInput> readiness = make_reactor_input(socket);
     if (SpinReaders* const spin = SpinReaders::of(socket.get_executor()))
-      readiness = std::make_unique<SpinInput>(*spin, std::move(readiness));
-    return std::make_unique<TransportInput>(socket, *transport, std::move(readiness));
+      return std::make_unique<TransportInput>(socket, *transport, std::make_unique<SpinInput>(*spin, std::move(readiness)),
+                                              nullptr);
+    return std::make_unique<TransportInput>(socket, *transport, std::move(readiness), make_edge_input(socket));
   }
   // The ring's completions are the input: nothing to spin on.
   if (auto ring = UringRead::make_for(socket)) return ring;

@@ -1,5 +1,11 @@
 #include <volley/net/tls.hpp>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -7,6 +13,8 @@
 #include <cerrno>
 #include <algorithm>
 #include <climits>
+#include <cstring>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 
@@ -106,6 +114,13 @@ namespace {
 // OpenSSL's error for a call that returned `result`, as an error code whose
 // message is OpenSSL's reason. An end without close_notify is an eof too: the
 // protocols on top frame their messages, so a cut message is still noticed.
+// SSL_get_error needs an empty error queue before each call. Emptying it
+// costs more than looking (ERR_clear_error clears every slot), and a call
+// that succeeds leaves it empty: look first.
+void empty_error_queue() noexcept {
+  if (ERR_peek_error() != 0) ERR_clear_error();
+}
+
 boost::system::error_code ssl_error(SSL* ssl, int result) {
   const int err = SSL_get_error(ssl, result);
   if (err == SSL_ERROR_ZERO_RETURN) return asio::error::eof;
@@ -195,11 +210,12 @@ class TlsTransport final : public StreamTransport {
       return 0;
     }
     blocked_ = Wait::none;
+    bio_->forget_dry();  // a read served from OpenSSL's buffer alone says nothing of the socket now
     std::size_t total = 0;
     // OpenSSL hands out one record per call: read until the buffer is full or
     // the socket is drained, so a short read means "nothing more until the next edge".
     while (total < buffer.size()) {
-      ERR_clear_error();
+      empty_error_queue();
       errno = 0;
       const int r = SSL_read(ssl_, buffer.data() + total, chunk(buffer.size() - total));
       if (r > 0) {
@@ -258,6 +274,7 @@ class TlsTransport final : public StreamTransport {
   }
 
   bool has_buffered_output() const override { return bio_ && bio_->pending_output() > 0; }
+  bool read_socket_dry() const override { return bio_ && bio_->dry(); }
 
  private:
   // SSL_write of every buffer into the gathering BIO (which takes everything).
@@ -267,7 +284,7 @@ class TlsTransport final : public StreamTransport {
       const auto* p = static_cast<const unsigned char*>(b.data());
       std::size_t left = b.size();
       while (left > 0) {
-        ERR_clear_error();
+        empty_error_queue();
         errno = 0;
         const int r = SSL_write(ssl_, p, chunk(left));
         if (r > 0) {
@@ -339,6 +356,59 @@ std::unique_ptr<StreamTransport> make_tls_transport(ssl::context& context, TlsRo
                                                     const std::string& server_name,
                                                     std::shared_ptr<TlsSessionCache> sessions) {
   return std::make_unique<TlsTransport>(context, role, server_name, std::move(sessions));
+}
+
+namespace {
+
+#ifndef TCP_ULP
+#define TCP_ULP 31
+#endif
+
+// TCP_ULP "tls" on one end of a loopback connection (the option needs an
+// established socket; asking for it loads the kernel's module where it is one).
+std::string try_tls_upper_layer() {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  std::string error;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (listener < 0 || client < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(listener, 1) != 0 || ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
+      ::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    error = std::string("cannot make a loopback connection to ask: ") + std::strerror(errno);
+  } else if (::setsockopt(client, IPPROTO_TCP, TCP_ULP, "tls", sizeof "tls") != 0) {
+    error = std::string("TCP_ULP \"tls\": ") + std::strerror(errno);
+  }
+  if (client >= 0) ::close(client);
+  if (listener >= 0) ::close(listener);
+  return error;
+}
+
+KernelTlsProbe run_probe() {
+  std::string listed;
+  std::ifstream ulp("/proc/sys/net/ipv4/tcp_available_ulp");
+  std::getline(ulp, listed);
+  if ((" " + listed + " ").find(" tls ") != std::string::npos)
+    return {true, "the kernel offers tls (tcp_available_ulp: " + listed + ")"};
+  const std::string error = try_tls_upper_layer();
+  if (error.empty()) return {true, "the kernel offers tls (its module loaded on request)"};
+  return {false, "this kernel has no tls upper-layer protocol (tcp_available_ulp: " +
+                     (listed.empty() ? std::string("none listed") : listed) + "; " + error + ")"};
+}
+
+}  // namespace
+
+const KernelTlsProbe& probe_kernel_tls() {
+  static const KernelTlsProbe probe = run_probe();
+  return probe;
+}
+
+std::string tls_record_layer_text() {
+  const KernelTlsProbe& kernel = probe_kernel_tls();
+  return std::string("TLS records in user space by ") + OpenSSL_version(OPENSSL_VERSION) + "; kernel TLS: " +
+         (kernel.available ? kernel.detail + ", not used by Volley yet" : kernel.detail);
 }
 
 std::function<std::unique_ptr<StreamTransport>()> make_resuming_tls_transports(ssl::context& context,

@@ -1,8 +1,11 @@
 #include "tls_socket_bio.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstring>
 #include <stdexcept>
 
 namespace volley::net::detail {
@@ -30,6 +33,12 @@ const BIO_METHOD* socket_bio_method(int (*write)(BIO*, const char*, int), int (*
 }
 
 }  // namespace
+
+TlsSocketBio::TlsSocketBio(int fd) : fd_(fd) {
+  int on = 0;
+  socklen_t size = sizeof on;
+  counts_left_ = ::getsockopt(fd, IPPROTO_TCP, TCP_INQ, &on, &size) == 0 && on != 0;
+}
 
 BIO* TlsSocketBio::make_bio() {
   BIO* bio = BIO_new(socket_bio_method(&on_write, &on_read, &on_ctrl));
@@ -62,14 +71,46 @@ int TlsSocketBio::on_read(BIO* bio, char* data, int size) {
   auto* self = static_cast<TlsSocketBio*>(BIO_get_data(bio));
   BIO_clear_retry_flags(bio);
   if (size <= 0) return 0;
-  const ssize_t n = ::recv(self->fd_, data, static_cast<std::size_t>(size), 0);
-  if (n >= 0) {
-    self->drained_ = n < size;
-    return static_cast<int>(n);
+  self->dry_ = false;
+  if (!self->counts_left_) {
+    const ssize_t n = ::recv(self->fd_, data, static_cast<std::size_t>(size), 0);
+    if (n >= 0) {
+      self->drained_ = n < size;
+      return static_cast<int>(n);
+    }
+    self->drained_ = false;
+    if (would_block(errno)) {
+      self->dry_ = errno != EINTR;
+      BIO_set_retry_read(bio);
+    }
+    return -1;
   }
-  self->drained_ = false;
-  if (would_block(errno)) BIO_set_retry_read(bio);
-  return -1;
+  iovec piece{data, static_cast<std::size_t>(size)};
+  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))];
+  msghdr message{};
+  message.msg_iov = &piece;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  const ssize_t n = ::recvmsg(self->fd_, &message, 0);
+  if (n < 0) {
+    self->drained_ = false;
+    if (would_block(errno)) {
+      self->dry_ = errno != EINTR;
+      BIO_set_retry_read(bio);
+    }
+    return -1;
+  }
+  self->drained_ = n < size;  // no count (not expected): a short read, as without TCP_INQ
+  for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
+    if (c->cmsg_level == IPPROTO_TCP && c->cmsg_type == TCP_CM_INQ) {
+      int left = 0;
+      std::memcpy(&left, CMSG_DATA(c), sizeof left);
+      self->drained_ = left == 0;  // the kernel counts an end still to be read as 1
+      self->dry_ = n > 0 && left == 0;
+    }
+  }
+  return static_cast<int>(n);
 }
 
 long TlsSocketBio::on_ctrl(BIO* bio, int command, long /*number*/, void* /*pointer*/) {

@@ -10,6 +10,9 @@
 //    behind them, to keep the order.
 //  - Knowing the socket is drained: a receive that came back short says so,
 //    so the reader stops without one more receive that would say EAGAIN.
+//    Where the socket has TCP_INQ on (the connection's edge wait turns it
+//    on), each receive also asks the kernel what it left: "drained" is then
+//    exact, and says the socket is dry (dry()).
 #include <openssl/bio.h>
 
 #include <cstddef>
@@ -21,7 +24,7 @@ namespace volley::net::detail {
 
 class TlsSocketBio {
  public:
-  explicit TlsSocketBio(int fd) : fd_(fd) {}
+  explicit TlsSocketBio(int fd);
   TlsSocketBio(const TlsSocketBio&) = delete;
   TlsSocketBio& operator=(const TlsSocketBio&) = delete;
 
@@ -39,8 +42,15 @@ class TlsSocketBio {
   // left; `ec` set on a socket error (would_block is not one).
   bool flush(boost::system::error_code& ec);
   std::size_t pending_output() const noexcept { return out_.size() - out_sent_; }
-  // The last receive came back shorter than asked: the socket had no more.
+  // The last receive came back shorter than asked (or, with TCP_INQ, left
+  // nothing): the socket had no more.
   bool drained() const noexcept { return drained_; }
+  // The last receive since forget_dry() left the socket empty, as the kernel
+  // said (EAGAIN, or a TCP_INQ count of 0).
+  bool dry() const noexcept { return dry_; }
+  // A new read begins: what an earlier one saw is stale (the loop may have
+  // taken an edge since), until a receive says again.
+  void forget_dry() noexcept { dry_ = false; }
 
  private:
   static int on_write(BIO* bio, const char* data, int size);
@@ -52,6 +62,8 @@ class TlsSocketBio {
   int fd_;
   Output output_ = Output::direct;
   bool drained_ = false;
+  bool dry_ = false;
+  bool counts_left_ = false;  // TCP_INQ is on: receives use recvmsg and read the count
   std::vector<char> out_;
   std::size_t out_sent_ = 0;
 };
