@@ -10,7 +10,6 @@ std::unique_ptr<ConnectionInput> make_edge_input(boost::asio::ip::tcp::socket&) 
 #else
 
 #include <cerrno>
-#include <cstring>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -21,6 +20,8 @@ std::unique_ptr<ConnectionInput> make_edge_input(boost::asio::ip::tcp::socket&) 
 #include <boost/asio/io_context.hpp>
 
 #include <volley/net/tcp_connection.hpp>
+
+#include "tcp_inq.hpp"
 
 namespace volley::net::detail {
 
@@ -57,17 +58,8 @@ EdgeReadWait::EdgeReadWait(asio::detail::reactor& reactor, asio::ip::tcp::socket
       socket_(socket) {}
 
 std::size_t EdgeReadWait::read_some(std::span<std::byte> buffer, boost::system::error_code& ec) {
-  iovec piece{buffer.data(), buffer.size()};
-  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))];
-  msghdr message{};
-  message.msg_iov = &piece;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  ssize_t n;
-  do {
-    n = ::recvmsg(socket_.native_handle(), &message, 0);  // the socket is non-blocking
-  } while (n < 0 && errno == EINTR);
+  int left = -1;
+  const ssize_t n = receive_counting_left(socket_.native_handle(), buffer.data(), buffer.size(), left);
   if (n < 0) {
     left_over_ = false;
     ec = boost::system::error_code(errno, asio::error::get_system_category());
@@ -80,14 +72,8 @@ std::size_t EdgeReadWait::read_some(std::span<std::byte> buffer, boost::system::
   }
   // No count (never expected with TCP_INQ on): assume more, so the
   // connection reads again and waits only after a read that finds nothing.
-  left_over_ = true;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
-    if (c->cmsg_level == IPPROTO_TCP && c->cmsg_type == TCP_CM_INQ) {
-      int left = 0;
-      std::memcpy(&left, CMSG_DATA(c), sizeof left);
-      left_over_ = left > 0;  // the kernel counts an end still to be read as 1
-    }
-  }
+  // The kernel counts an end still to be read as 1.
+  left_over_ = left != 0;
   ec = boost::system::error_code();
   return static_cast<std::size_t>(n);
 }

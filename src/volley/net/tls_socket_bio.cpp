@@ -1,11 +1,12 @@
 #include "tls_socket_bio.hpp"
 
+#include "tcp_inq.hpp"
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <cstring>
 #include <stdexcept>
 
 namespace volley::net::detail {
@@ -85,14 +86,8 @@ int TlsSocketBio::on_read(BIO* bio, char* data, int size) {
     }
     return -1;
   }
-  iovec piece{data, static_cast<std::size_t>(size)};
-  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))];
-  msghdr message{};
-  message.msg_iov = &piece;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  const ssize_t n = ::recvmsg(self->fd_, &message, 0);
+  int left = -1;
+  const ssize_t n = receive_counting_left(self->fd_, data, static_cast<std::size_t>(size), left);
   if (n < 0) {
     self->drained_ = false;
     if (would_block(errno)) {
@@ -101,14 +96,11 @@ int TlsSocketBio::on_read(BIO* bio, char* data, int size) {
     }
     return -1;
   }
-  self->drained_ = n < size;  // no count (not expected): a short read, as without TCP_INQ
-  for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
-    if (c->cmsg_level == IPPROTO_TCP && c->cmsg_type == TCP_CM_INQ) {
-      int left = 0;
-      std::memcpy(&left, CMSG_DATA(c), sizeof left);
-      self->drained_ = left == 0;  // the kernel counts an end still to be read as 1
-      self->dry_ = n > 0 && left == 0;
-    }
+  if (left < 0) {
+    self->drained_ = n < size;  // no count (not expected): a short read, as without TCP_INQ
+  } else {
+    self->drained_ = left == 0;  // the kernel counts an end still to be read as 1
+    self->dry_ = n > 0 && left == 0;
   }
   return static_cast<int>(n);
 }
