@@ -26,6 +26,7 @@
 #include <volley/wire/byte_order.hpp>
 #include <volley/wire/websocket.hpp>
 
+#include "bytes_of.hpp"
 #include "child_process.hpp"
 #include "echo_fixture.hpp"
 #include "listening_server.hpp"
@@ -122,11 +123,6 @@ struct AnsweringPings {
   beast::flat_buffer buffer;
   std::optional<beast::error_code> result;  // set once the read ends: a message, or the end
 };
-
-std::vector<std::byte> bytes_of(const std::string& s) {
-  const auto* p = reinterpret_cast<const std::byte*>(s.data());
-  return {p, p + s.size()};
-}
 
 TEST(WebSocket, TheEchoServerAnswersAnIndependentClientByteForByte) {
   TempDir dir;

@@ -23,6 +23,7 @@
 #include <volley/wire/websocket.hpp>
 
 #include "adversarial.hpp"
+#include "bytes_of.hpp"
 #include "listening_server.hpp"
 #include "target_fixture.hpp"
 
@@ -40,11 +41,6 @@ constexpr std::uint64_t kMaxMessage = 256 * 1024;
 const std::string kUpgrade =
     "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
-
-Bytes bytes_of(std::string_view text) {
-  const auto b = std::as_bytes(std::span(text.data(), text.size()));
-  return {b.begin(), b.end()};
-}
 
 // The subject serving WebSocket, its good client connecting over it.
 Subject over_websocket(Subject s) {
