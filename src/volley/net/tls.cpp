@@ -54,6 +54,14 @@ void cache_certificate_extensions(SSL_CTX* ctx) {
 // The client contexts' new-session callback (below, with the transport).
 int on_new_session(SSL* ssl, SSL_SESSION* session);
 
+// Where a connection's SSL points back at its TlsTransport: an ex_data slot
+// of Volley's own. Not SSL's app data: the same client context may run Asio's
+// ssl::stream, which keeps its verify callback there.
+int transport_slot() {
+  static const int slot = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return slot;
+}
+
 // Every client context lets its connections keep the sessions servers issue
 // (TlsSessionCache); OpenSSL's own client cache stays unused (sessions are
 // kept per server by the caller, not per context).
@@ -162,7 +170,10 @@ class TlsTransport final : public StreamTransport {
         SSL_free(ssl_);
         throw std::invalid_argument("TLS session cache: make the client context with make_tls_client_context");
       }
-      SSL_set_app_data(ssl_, this);
+      if (transport_slot() < 0 || SSL_set_ex_data(ssl_, transport_slot(), this) != 1) {
+        SSL_free(ssl_);
+        throw std::runtime_error("TLS: SSL_set_ex_data failed");
+      }
       if (SSL_SESSION* kept = sessions_->acquire()) {
         SSL_set_session(ssl_, kept);  // takes a reference of its own
         SSL_SESSION_free(kept);
@@ -346,7 +357,7 @@ class TlsTransport final : public StreamTransport {
 // ticket; marked not resumable when its connection ends without close_notify);
 // the cache keeps a copy.
 int on_new_session(SSL* ssl, SSL_SESSION* session) {
-  if (auto* transport = static_cast<TlsTransport*>(SSL_get_app_data(ssl))) transport->issued(session);
+  if (auto* transport = static_cast<TlsTransport*>(SSL_get_ex_data(ssl, transport_slot()))) transport->issued(session);
   return 0;
 }
 
