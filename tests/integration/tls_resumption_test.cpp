@@ -1,7 +1,8 @@
 // TLS session resumption: a client that connects again to the same server
-// offers the session it was issued and the server takes it (both count it);
-// a server that cannot use it (restarted: new ticket keys) answers with a
-// full handshake, and the connection still opens.
+// offers the session it was issued and the server takes it (both count it,
+// the echo server program in its /metrics and report); a server that cannot
+// use it (restarted: new ticket keys) answers with a full handshake, and the
+// connection still opens.
 #include <array>
 #include <chrono>
 #include <memory>
@@ -13,11 +14,15 @@
 
 #include <volley/net/reconnecting_client.hpp>
 #include <volley/net/server.hpp>
+#include <volley/net/tcp_connect.hpp>
 #include <volley/net/tls.hpp>
 
-#include "framings.hpp"
 #include "byte_echo.hpp"
+#include "child_process.hpp"
+#include "framings.hpp"
 #include "links.hpp"
+#include "listening_server.hpp"
+#include "metrics_scrape.hpp"
 #include "run_until.hpp"
 #include "server_thread.hpp"
 #include "transport_pair.hpp"
@@ -187,6 +192,69 @@ TEST(TlsResumption, AReconnectingClientResumesAfterALostConnectionAndNotAfterASe
   EXPECT_EQ(echo->server().handshakes(), 1u);
   EXPECT_EQ(echo->server().resumed_handshakes(), 0u);
   client.stop();
+}
+
+// Sends a greeting once open and closes when it is back.
+class Greeting final : public net::StreamHandler {
+ public:
+  std::span<std::byte> read_buffer() override { return buffer_; }
+  void on_open(net::TcpConnection& c) override { c.send(std::as_bytes(std::span(kText, sizeof kText - 1))); }
+  void on_data(net::TcpConnection& c, std::size_t n) override {
+    got_ += n;
+    if (got_ >= sizeof kText - 1) {
+      echoed = true;
+      c.close({net::CloseReason::Kind::local_close, "echoed"});
+    }
+  }
+  void on_close(net::TcpConnection&, const net::CloseReason&) override { closed = true; }
+
+  bool echoed = false;
+  bool closed = false;
+
+ private:
+  static constexpr char kText[] = "hello over TLS";
+  std::array<std::byte, 256> buffer_{};
+  std::size_t got_ = 0;
+};
+
+// One connection through `sessions`: greeted, echoed, closed.
+bool greet_once(std::uint16_t port, ssl::context& context, std::shared_ptr<net::TlsSessionCache> sessions) {
+  asio::io_context loop;
+  std::error_code error;
+  auto socket = net::connect_tcp(loop, "127.0.0.1", port, 5s, error);
+  if (error) return false;
+  auto handler = std::make_unique<Greeting>();
+  Greeting& greeting = *handler;
+  auto connection = std::make_shared<net::TcpConnection>(
+      std::move(socket), std::move(handler), net::ConnectionLimits{},
+      net::make_tls_transport(context, net::TlsRole::client, "127.0.0.1", std::move(sessions)));
+  connection->start();
+  return run_until(loop, [&] { return greeting.closed; }, 10s) && greeting.echoed;
+}
+
+// The echo server program counts the resumed handshake where an operator
+// looks: /metrics while it runs, and its final report.
+TEST(TlsResumption, TheEchoServerCountsResumedHandshakesInItsMetricsAndReport) {
+  TempDir dir;
+  const auto& certs = TestCerts::get();
+  ListeningServer server(dir, {"echo-server", "--proto", "tls", "--cert", certs.file("server.pem"), "--key",
+                               certs.file("server.key"), "-p", "0", "-t", "1", "--no-progress", "--json",
+                               "--metrics", "127.0.0.1:0"},
+                         "echo-server");
+  const int mport = metrics_port(server.process());
+  ASSERT_GT(mport, 0);
+  const auto client_ctx = client_context(net::TlsVersion::any);
+  const auto sessions = std::make_shared<net::TlsSessionCache>();
+  ASSERT_TRUE(greet_once(server.port(), *client_ctx, sessions));
+  ASSERT_TRUE(greet_once(server.port(), *client_ctx, sessions));
+  ASSERT_TRUE(greet_once(server.port(), *client_ctx, nullptr));
+  // The server counts a handshake when it finishes on its side, which may be
+  // after the client has its echo: wait for the counts rather than read them once.
+  EXPECT_TRUE(wait_for_metric(mport, "volley_handshakes_total", [](double n) { return n == 3; }, 20s));
+  EXPECT_TRUE(wait_for_metric(mport, "volley_tls_resumed_handshakes_total", [](double n) { return n == 1; }, 20s));
+  const auto report = server.stop();
+  EXPECT_EQ(json_u64(report, "handshakes"), 3u);
+  EXPECT_EQ(json_u64(report, "resumed_handshakes"), 1u);
 }
 
 }  // namespace

@@ -267,14 +267,11 @@ int run_echo_server(const EchoServerOptions& o) {
   server.run();
 
   const EchoServerTotals t = sum();
-  boost::json::object report{{"tool", "volley echo-server"},        {"proto", to_string(o.proto)},
-                             {"connections", t.connections},         {"bytes", t.bytes},
-                             {"datagrams", t.datagrams},             {"errors", t.errors},
-                             {"handshake_failures", t.handshake_failures}, {"uptime_s", seconds_since(start)},
-                             {"refused_connections", server.refused_connections()},
-                             {"over_limit_connections", server.over_limit_connections()},
-                             {"aborted_at_shutdown", server.aborted_at_shutdown()},
-                             {"websocket_floods", ws.stats->floods.load()}};
+  boost::json::object report{{"tool", "volley echo-server"}, {"proto", to_string(o.proto)},
+                             {"connections", t.connections},  {"bytes", t.bytes},
+                             {"datagrams", t.datagrams},      {"errors", t.errors},
+                             {"uptime_s", seconds_since(start)}};
+  add_server_counters(report, server, ws.stats->floods.load());
   if (!udp.empty()) {
     std::uint64_t drops = 0;
     for (const auto& u : udp) drops += u->kernel_drops();
@@ -284,11 +281,8 @@ int run_echo_server(const EchoServerOptions& o) {
   if (o.json) {
     tools::print("{}\n", to_json_text(report));
   } else {
-    tools::print("connections {}, bytes echoed {}, datagrams {}, errors {}, handshake failures (TLS, WebSocket upgrade) {}, "
-               "WebSocket floods {}, refused (out of descriptors) {}, over --max-connections {}, aborted at the "
-               "shutdown deadline {}\n",
-               t.connections, t.bytes, t.datagrams, t.errors, t.handshake_failures, ws.stats->floods.load(),
-               server.refused_connections(), server.over_limit_connections(), server.aborted_at_shutdown());
+    tools::print("connections {}, bytes echoed {}, datagrams {}, errors {}; {}\n", t.connections, t.bytes,
+                 t.datagrams, t.errors, server_counters_text(server, ws.stats->floods.load()));
   }
   return 0;
 }
