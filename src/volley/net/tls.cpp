@@ -119,9 +119,6 @@ void use_tls_client_certificate(ssl::context& context, const std::string& certif
 
 namespace {
 
-// OpenSSL's error for a call that returned `result`, as an error code whose
-// message is OpenSSL's reason. An end without close_notify is an eof too: the
-// protocols on top frame their messages, so a cut message is still noticed.
 // SSL_get_error needs an empty error queue before each call. Emptying it
 // costs more than looking (ERR_clear_error clears every slot), and a call
 // that succeeds leaves it empty: look first.
@@ -129,6 +126,9 @@ void empty_error_queue() noexcept {
   if (ERR_peek_error() != 0) ERR_clear_error();
 }
 
+// OpenSSL's error for a call that returned `result`, as an error code whose
+// message is OpenSSL's reason. An end without close_notify is an eof too: the
+// protocols on top frame their messages, so a cut message is still noticed.
 boost::system::error_code ssl_error(SSL* ssl, int result) {
   const int err = SSL_get_error(ssl, result);
   if (err == SSL_ERROR_ZERO_RETURN) return asio::error::eof;
@@ -342,7 +342,6 @@ class TlsTransport final : public StreamTransport {
   }
 
  private:
-
   static int chunk(std::size_t n) noexcept { return static_cast<int>(std::min<std::size_t>(n, INT_MAX / 2)); }
 
   SSL* ssl_;
