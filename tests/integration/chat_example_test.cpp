@@ -184,8 +184,6 @@ class ChatPeer {
 
 bool is_greeting(const std::string& m) { return m.rfind("hello ", 0) == 0; }
 
-}  // namespace
-
 // Three members talk in rounds of 30 KB messages while a fourth never reads.
 // Each member says its message of round k once it has heard all of round
 // k - 1, so a member that reads is never more than two rounds (180 KB) behind
@@ -361,4 +359,5 @@ TEST_P(ChatOverTls, TwoClientsHearEachOther) {
 INSTANTIATE_TEST_SUITE_P(ChatExample, ChatOverTls, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "WithWebSocket" : "Alone"; });
 
+}  // namespace
 }  // namespace volley::test

@@ -69,8 +69,6 @@ void PrintTo(const Mix& mix, std::ostream* os) { *os << mix.name; }
 
 class GeneratorIntoTarget : public ::testing::TestWithParam<Mix> {};
 
-}  // namespace
-
 TEST_P(GeneratorIntoTarget, EveryTypeCountReceivedEqualsTheCountSent) {
   const Mix& mix = GetParam();
   TempDir dir;
@@ -430,3 +428,5 @@ TEST(GnbHeartbeats, AGeneratorEndsAConnectionToATargetThatSaysNothing) {
   EXPECT_GT(u64(target_report.at("frames")), 0u);
   EXPECT_LE(u64(target_report.at("frames")), u64(report.at("frames")));
 }
+
+}  // namespace

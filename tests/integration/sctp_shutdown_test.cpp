@@ -104,8 +104,6 @@ struct ShutdownLoss {
 
 class SctpShutdown : public ::testing::TestWithParam<ShutdownLoss> {};
 
-}  // namespace
-
 TEST_P(SctpShutdown, BothEndsFinishWithEverythingDeliveredWhenAHandshakePacketIsLost) {
   const ShutdownLoss& c = GetParam();
   TempDir dir;
@@ -146,3 +144,5 @@ INSTANTIATE_TEST_SUITE_P(Losses, SctpShutdown,
                                            ShutdownLoss{"shutdown_ack", -1, 0, kShutdownAck, 1, kShutdownAck},
                                            ShutdownLoss{"shutdown", kShutdown, 1, -1, 0, kShutdown}),
                          [](const auto& info) { return info.param.name; });
+
+}  // namespace
