@@ -2,8 +2,6 @@
 
 #include "tcp_inq.hpp"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -34,12 +32,6 @@ const BIO_METHOD* socket_bio_method(int (*write)(BIO*, const char*, int), int (*
 }
 
 }  // namespace
-
-TlsSocketBio::TlsSocketBio(int fd) : fd_(fd) {
-  int on = 0;
-  socklen_t size = sizeof on;
-  counts_left_ = ::getsockopt(fd, IPPROTO_TCP, TCP_INQ, &on, &size) == 0 && on != 0;
-}
 
 BIO* TlsSocketBio::make_bio() {
   BIO* bio = BIO_new(socket_bio_method(&on_write, &on_read, &on_ctrl));
@@ -73,31 +65,18 @@ int TlsSocketBio::on_read(BIO* bio, char* data, int size) {
   BIO_clear_retry_flags(bio);
   if (size <= 0) return 0;
   self->dry_ = false;
-  if (!self->counts_left_) {
-    const ssize_t n = ::recv(self->fd_, data, static_cast<std::size_t>(size), 0);
-    if (n >= 0) {
-      self->drained_ = n < size;
-      return static_cast<int>(n);
-    }
-    self->drained_ = false;
-    if (would_block(errno)) {
-      self->dry_ = errno != EINTR;
-      BIO_set_retry_read(bio);
-    }
-    return -1;
-  }
   int left = -1;
   const ssize_t n = receive_counting_left(self->fd_, data, static_cast<std::size_t>(size), left);
   if (n < 0) {
     self->drained_ = false;
     if (would_block(errno)) {
-      self->dry_ = errno != EINTR;
+      self->dry_ = true;  // EAGAIN (receive_counting_left retries EINTR itself)
       BIO_set_retry_read(bio);
     }
     return -1;
   }
   if (left < 0) {
-    self->drained_ = n < size;  // no count (not expected): a short read, as without TCP_INQ
+    self->drained_ = n < size;  // no count (TCP_INQ off): a short read says it
   } else {
     self->drained_ = left == 0;  // the kernel counts an end still to be read as 1
     self->dry_ = n > 0 && left == 0;

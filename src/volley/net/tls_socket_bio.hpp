@@ -24,7 +24,7 @@ namespace volley::net::detail {
 
 class TlsSocketBio {
  public:
-  explicit TlsSocketBio(int fd);
+  explicit TlsSocketBio(int fd) : fd_(fd) {}
   TlsSocketBio(const TlsSocketBio&) = delete;
   TlsSocketBio& operator=(const TlsSocketBio&) = delete;
 
@@ -63,7 +63,6 @@ class TlsSocketBio {
   Output output_ = Output::direct;
   bool drained_ = false;
   bool dry_ = false;
-  bool counts_left_ = false;  // TCP_INQ is on: receives use recvmsg and read the count
   std::vector<char> out_;
   std::size_t out_sent_ = 0;
 };
