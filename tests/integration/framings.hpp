@@ -98,7 +98,7 @@ using Over = std::tuple<Framing, Link>;
 inline std::string over_name(const testing::TestParamInfo<Over>& info) {
   const Framing f = std::get<0>(info.param);
   return std::string(f == Framing::checked ? "Checked" : f == Framing::gnb ? "Gnb" : "Rpc") +
-         (std::get<1>(info.param) == Link::tcp ? "Tcp" : "Tls");
+         link_text(std::get<1>(info.param));
 }
 
 // A test fixture for the pair: which framing and link, and the flags that make
@@ -110,13 +110,20 @@ class FramingAndLink : public testing::TestWithParam<Over> {
   std::vector<std::string> server_args(std::vector<std::string> args) const {
     args.insert(args.end(), {"--framing", framing_flag(framing())});
     for (auto& f : server_flags(link())) args.push_back(f);
+    if (link() == Link::unix_socket) args.insert(args.end(), {"--unix", unix_flag_});
     return args;
   }
+  // Where a client finds a server that server_args() made (a restarted one
+  // too: the same Unix socket all through the test).
+  std::string host() const { return link() == Link::unix_socket ? unix_address_of(unix_flag_) : "127.0.0.1"; }
+
+ private:
+  std::string unix_flag_ = fresh_unix_flag();
 };
 
 inline auto every_framing_and_link() {
   return testing::Combine(testing::Values(Framing::checked, Framing::gnb, Framing::rpc),
-                          testing::Values(Link::tcp, Link::tls));
+                          testing::Values(Link::tcp, Link::tls, Link::unix_socket));
 }
 
 }  // namespace volley::test

@@ -1,7 +1,10 @@
 #pragma once
-// Tests that run alike over plain TCP and over TLS take a Link parameter:
-// the server tools' extra flags and the in-process transports for each.
+// Tests that run alike over plain TCP, TLS and Unix sockets take a Link
+// parameter: the server tools' extra flags and the in-process transports for each.
 // The certificates are made once per test binary (scripts/make-test-certs.sh).
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -18,11 +21,21 @@
 
 namespace volley::test {
 
-enum class Link { tcp, tls };
+enum class Link { tcp, tls, unix_socket };
 
-inline std::string link_name(const testing::TestParamInfo<Link>& info) {
-  return info.param == Link::tcp ? "Tcp" : "Tls";
+inline std::string link_text(Link link) {
+  return link == Link::tcp ? "Tcp" : link == Link::tls ? "Tls" : "Unix";
 }
+inline std::string link_name(const testing::TestParamInfo<Link>& info) { return link_text(info.param); }
+
+// A Unix socket no other test uses, as a server tool's --unix takes it: in
+// Linux's abstract namespace ("@NAME"), so there is no file to remove.
+inline std::string fresh_unix_flag() {
+  static std::atomic<unsigned> next{0};
+  return "@volley-test-" + std::to_string(::getpid()) + "-" + std::to_string(next++);
+}
+// The address a client connects to for that flag (net/unix_socket.hpp).
+inline std::string unix_address_of(const std::string& flag) { return "unix-abstract:" + flag.substr(1); }
 
 // The throw-away CA, server and client certificates, in a folder removed at exit.
 class TestCerts {
@@ -42,16 +55,16 @@ class TestCerts {
   TempDir dir_;
 };
 
-// Flags that make a server tool serve `link`.
+// Flags that make a server tool serve `link` (a Unix socket: use FramingAndLink).
 inline std::vector<std::string> server_flags(Link link) {
-  if (link == Link::tcp) return {};
+  if (link != Link::tls) return {};
   const auto& c = TestCerts::get();
   return {"--tls", "--cert", c.file("server.pem"), "--key", c.file("server.key")};
 }
 
 // Flags that make a client tool connect over `link`, verifying the server.
 inline std::vector<std::string> client_flags(Link link) {
-  if (link == Link::tcp) return {};
+  if (link != Link::tls) return {};
   return {"--tls", "--ca", TestCerts::get().file("ca.pem")};
 }
 
@@ -59,14 +72,14 @@ using TransportFactory = std::function<std::unique_ptr<net::StreamTransport>()>;
 
 // In-process: transports for a client that verifies the test server as 127.0.0.1.
 inline TransportFactory client_transport(Link link) {
-  if (link == Link::tcp) return {};
+  if (link != Link::tls) return {};
   auto ctx = std::make_shared<boost::asio::ssl::context>(
       net::make_tls_client_context(TestCerts::get().file("ca.pem"), true, net::TlsVersion::any));
   return [ctx] { return net::make_tls_transport(*ctx, net::TlsRole::client, "127.0.0.1"); };
 }
 
 inline TransportFactory server_transport(Link link) {
-  if (link == Link::tcp) return {};
+  if (link != Link::tls) return {};
   const auto& c = TestCerts::get();
   auto ctx = std::make_shared<boost::asio::ssl::context>(
       net::make_tls_server_context(c.file("server.pem"), c.file("server.key")));

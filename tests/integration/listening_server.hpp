@@ -21,21 +21,30 @@ class ListeningServer {
   ListeningServer(const TempDir& dir, std::vector<std::string> argv, const std::string& name) {
     argv.insert(argv.begin(), bin("volley"));
     process_ = std::make_unique<ChildProcess>(argv, dir.file(name));
-    for (int i = 0; i < 1000 && port_ == 0; ++i) {  // up to 10 s, for sanitizer builds
+    for (int i = 0; i < 1000 && !started_; ++i) {  // up to 10 s, for sanitizer builds
       const std::string text = process_->stdout_text();
       const auto eol = text.find('\n');
       const auto colon = text.rfind(':', eol);
-      if (text.rfind("listening ", 0) == 0 && eol != std::string::npos && colon != std::string::npos) {
+      const auto where = text.find(' ', 10);  // "listening PROTO WHERE"
+      if (text.rfind("listening ", 0) == 0 && eol != std::string::npos && where < eol &&
+          text.compare(where + 1, 4, "unix") == 0) {
+        unix_address_ = text.substr(where + 1, eol - where - 1);
+        started_ = true;
+      } else if (text.rfind("listening ", 0) == 0 && eol != std::string::npos && colon != std::string::npos) {
         port_ = std::stoi(text.substr(colon + 1, eol - colon - 1));
+        started_ = port_ != 0;
       } else {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
         if (process_->wait_for(std::chrono::milliseconds(0))) break;
       }
     }
-    if (port_ == 0) ADD_FAILURE() << name << " did not start: " << process_->stderr_text();
+    if (!started_) ADD_FAILURE() << name << " did not start: " << process_->stderr_text();
   }
 
+  // The TCP port; 0 for a server on a Unix socket.
   int port() const { return port_; }
+  // The Unix socket's address, empty for a server on TCP.
+  const std::string& unix_address() const { return unix_address_; }
   ChildProcess& process() { return *process_; }
   bool running() { return !process_->wait_for(std::chrono::milliseconds(0)).has_value(); }
 
@@ -56,6 +65,8 @@ class ListeningServer {
  private:
   std::unique_ptr<ChildProcess> process_;
   int port_ = 0;
+  std::string unix_address_;
+  bool started_ = false;
 };
 
 // `volley pingpong-server` on loopback; port 0: any free port.

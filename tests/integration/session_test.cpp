@@ -263,6 +263,7 @@ class SessionOver : public FramingAndLink {
  protected:
   net::ReconnectingClientOptions options(int port) const {
     auto o = client_options(static_cast<std::uint16_t>(port));
+    o.host = host();
     o.make_codec = [f = framing()] { return make_codec(f); };
     o.make_transport = client_transport(link());
     return o;

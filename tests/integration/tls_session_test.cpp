@@ -79,14 +79,19 @@ class Mute final : public net::StreamHandler {
 // An in-process server of Deaf connections over `link`.
 struct DeafServer {
   explicit DeafServer(Link link)
-      : server({.bind = "127.0.0.1", .port = 0, .threads = 1, .handle_signals = false,
-                .shutdown_timeout = 200ms, .transport = server_transport(link)}) {
+      : server({.bind = link == Link::unix_socket ? unix_address_of(fresh_unix_flag()) : "127.0.0.1", .port = 0,
+                .threads = 1, .handle_signals = false, .shutdown_timeout = 200ms, .transport = server_transport(link)}) {
     server.listen([](std::size_t) { return std::make_unique<Deaf>(); });
+  }
+  // Where a client connects (connect_tcp's host).
+  std::string host() const {
+    const std::string where = server.listening_text();
+    return where.starts_with("unix") ? where : "127.0.0.1";
   }
   net::Server server;
 };
 
-// For every framing (checked, gNB, RPC) over TCP and over TLS.
+// For every framing (checked, gNB, RPC) over TCP, TLS and Unix sockets.
 class SessionLink : public FramingAndLink {};
 INSTANTIATE_TEST_SUITE_P(Sessions, SessionLink, every_framing_and_link(), over_name);
 
@@ -95,6 +100,7 @@ TEST_P(SessionLink, AClientNoticesAServerThatFallsSilentAfterConnecting) {
   ServerThread running(deaf.server);
   asio::io_context loop;
   net::ReconnectingClientOptions o;
+  o.host = deaf.host();
   o.port = deaf.server.port();
   o.make_codec = [f = framing()] { return make_codec(f); };
   o.make_transport = client_transport(link());
@@ -118,7 +124,7 @@ TEST_P(SessionLink, AServerNoticesAClientThatFallsSilentAfterConnecting) {
   RunningPingPongServer server(dir, server_args({"--heartbeat-ms", "100", "--heartbeat-misses", "2"}));
   asio::io_context loop;
   std::error_code ec;
-  auto socket = net::connect_tcp(loop, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 2s, ec);
+  auto socket = net::connect_tcp(loop, host(), static_cast<std::uint16_t>(server.port()), 2s, ec);
   ASSERT_FALSE(ec) << ec.message();
   const auto transport = client_transport(link());
   auto handler = std::make_unique<Mute>();
@@ -137,7 +143,7 @@ TEST_P(SessionLink, AWriterWhosePeerStopsReadingIsBoundedAndTold) {
   ServerThread running(deaf.server);
   asio::io_context loop;
   std::error_code ec;
-  auto socket = net::connect_tcp(loop, "127.0.0.1", deaf.server.port(), 2s, ec);
+  auto socket = net::connect_tcp(loop, deaf.host(), deaf.server.port(), 2s, ec);
   ASSERT_FALSE(ec) << ec.message();
   struct Events : net::SessionEvents {
     int congested = 0, drained = 0;
@@ -198,7 +204,7 @@ TEST_P(SessionLink, ABadFrameIsCountedAndSkippedWhereTheFramingAllowsAndClosesTh
   RunningPingPongServer server(dir, server_args({"--on-protocol-error", "drop"}));
   asio::io_context loop;
   std::error_code ec;
-  auto socket = net::connect_tcp(loop, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 2s, ec);
+  auto socket = net::connect_tcp(loop, host(), static_cast<std::uint16_t>(server.port()), 2s, ec);
   ASSERT_FALSE(ec) << ec.message();
   std::vector<std::byte> bytes = on_the_wire(framing(), "first");
   for (auto b : bad_frame(framing())) bytes.push_back(b);
@@ -497,6 +503,7 @@ TEST(Tls, AReconnectingClientIsToldWhyItsHandshakeFailed) {
   ServerThread running(deaf.server);
   asio::io_context loop;
   net::ReconnectingClientOptions o;
+  o.host = deaf.host();
   o.port = deaf.server.port();
   o.make_codec = [] { return make_codec(Framing::checked); };
   auto untrusting = std::make_shared<asio::ssl::context>(

@@ -15,6 +15,7 @@
 #include <volley/net/loop_pool.hpp>
 #include <volley/net/tcp_connect.hpp>
 #include <volley/net/tls.hpp>
+#include <volley/net/unix_socket.hpp>
 #include <volley/net/websocket.hpp>
 
 #include "commands.hpp"
@@ -87,10 +88,17 @@ int run_echo_client(const EchoClientOptions& o) {
                                                              : net::TlsVersion::any;
     tls = std::make_unique<ssl::context>(net::make_tls_client_context(o.ca, !o.insecure, version));
   }
-  const auto address = asio::ip::make_address(o.address);
+  // --unix: Volley's connection (the raw Asio client below is TCP's).
+  const bool unix_socket = net::parse_unix_address(o.address).has_value();
+  if (unix_socket && o.proto == EchoProto::udp) {
+    spdlog::error("--unix is a stream socket: not with --proto udp");
+    return 2;
+  }
+  const auto address = unix_socket ? asio::ip::address() : asio::ip::make_address(o.address);
   // ws and wss run on Volley's own connection with the WebSocket transport
   // (and tcp and tls too with --on-connection: the same client, no transport or TLS).
-  const bool on_connection = uses_websocket(o.proto) || (o.on_connection && o.proto != EchoProto::udp);
+  const bool on_connection =
+      uses_websocket(o.proto) || ((o.on_connection || unix_socket) && o.proto != EchoProto::udp);
   std::function<std::unique_ptr<net::StreamTransport>()> connection_transport = [&tls, &o]() -> std::unique_ptr<net::StreamTransport> {
     if (!tls) return nullptr;
     return net::make_tls_transport(*tls, net::TlsRole::client, o.address);
@@ -232,6 +240,7 @@ Runner add_echo_client_command(CLI::App& app) {
   auto o = std::make_shared<EchoClientOptions>();
   add_proto_option(*cmd, o->proto);
   add_connect_flags(*cmd, o->address, o->port);
+  add_unix_connect_flag(*cmd, o->address);
   cmd->add_option("-t,--threads", o->threads, "Client loops (threads); clients are spread over them")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();

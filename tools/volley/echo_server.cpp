@@ -21,6 +21,7 @@
 #include "output.hpp"
 #include "duration_flag.hpp"
 #include "echo_common.hpp"
+#include "endpoint.hpp"
 #include "file_limit.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
@@ -96,11 +97,10 @@ class TcpEchoHandler final : public net::StreamHandler {
 
   void on_close(net::TcpConnection& c, const net::CloseReason& reason) override {
     if (reason.kind == net::CloseReason::Kind::handshake_failed) {
-      spdlog::warn("{}:{}: {} failed: {}", c.remote_endpoint().address().to_string(), c.remote_endpoint().port(),
-                   handshake_, reason.detail);
+      spdlog::warn("{}: {} failed: {}", c.peer(), handshake_, reason.detail);
     } else if (reason.kind == net::CloseReason::Kind::io_error || reason.kind == net::CloseReason::Kind::protocol_error) {
       counters_.add(counters_.errors);
-      spdlog::debug("{}: {}", c.remote_endpoint().address().to_string(), reason.detail);
+      spdlog::debug("{}: {}", c.peer(), reason.detail);
     }
   }
 
@@ -250,9 +250,12 @@ int run_echo_server(const EchoServerOptions& o) {
   });
   for (auto& u : udp) u->start();
   server.on_ready([&] {
-    announce_listening(to_string(o.proto), o.listen.bind, port, o.listen.port_file);
-    spdlog::info("volley echo-server: {} on {}:{}, {} worker threads ({}){}, receive path {}",
-                 to_string(o.proto), o.listen.bind, port, workers.size(), net::to_string(o.design),
+    if (udp.empty())
+      announce_server(to_string(o.proto), server, o.listen.port_file);
+    else
+      announce_listening(to_string(o.proto), o.listen.bind, port, o.listen.port_file);
+    spdlog::info("volley echo-server: {} on {}, {} worker threads ({}){}, receive path {}",
+                 to_string(o.proto), udp.empty() ? server.listening_text() : endpoint_text(o.listen.bind, port), workers.size(), net::to_string(o.design),
                  o.busy_poll ? ", busy-poll" : "", net::to_string(workers.receive_path()));
     metrics.start();
     if (o.progress) progress.start();

@@ -11,6 +11,7 @@ namespace volley::tools {
 // The ADDRESS:PORT text of an address and port given apart (--bind or
 // --address, and --port), an IPv6 address in brackets.
 inline std::string endpoint_text(const std::string& address, std::uint16_t port) {
+  if (address.starts_with("unix:") || address.starts_with("unix-abstract:")) return address;  // --unix: no port
   const bool ipv6 = address.find(':') != std::string::npos;
   return (ipv6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
 }

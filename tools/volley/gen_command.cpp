@@ -21,6 +21,7 @@
 #include "duration_flag.hpp"
 #include "gen_connection.hpp"
 #include "json_output.hpp"
+#include "endpoint.hpp"
 #include "listening.hpp"
 #include "session_options.hpp"
 #include "tls_flags.hpp"
@@ -256,7 +257,7 @@ int run_gen(const GenOptions& o) {
     std::error_code ec;
     auto socket = net::connect_tcp(loop, o.host, o.port, std::chrono::seconds(5), ec);
     if (ec) {
-      tools::print(stderr, "volley gen: cannot connect to {}:{}: {}\n", o.host, o.port, ec.message());
+      tools::print(stderr, "volley gen: cannot connect to {}: {}\n", endpoint_text(o.host, o.port), ec.message());
       return 1;
     }
     gens.push_back(std::make_unique<GenConnection>(config, i, loop));
@@ -339,6 +340,7 @@ Runner add_gen_options(CLI::App& app) {
   add_duration_option(app, "-t,--duration", o->seconds, "How long to send", 0.001, kMaxRunSeconds);
   add_old_duration_alias(app, "--time", o->seconds, 1.0, 0.001, kMaxRunSeconds);
   add_connect_flags(app, o->host, o->port);
+  add_unix_connect_flag(app, o->host);
   app.add_option("-c,--connections", o->connections, "Parallel TCP connections")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));

@@ -24,8 +24,34 @@ void add_bind_flags(CLI::App& cmd, std::string& bind, std::uint16_t& port, const
 
 void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
   add_bind_flags(cmd, flags.bind, flags.port);
+  cmd.add_option("--unix", flags.unix_path,
+                 "Listen on this Unix socket instead of --bind/--port (clients on this host only; @NAME: Linux's "
+                 "abstract namespace, no file). A file left by a server that died is replaced; one a live server "
+                 "listens on is not")
+      ->type_name("PATH");
+  cmd.add_option_function<std::string>(
+         "--unix-mode",
+         [&flags](const std::string& text) {
+           if (text == "umask") {
+             flags.unix_mode = -1;
+             return;
+           }
+           std::size_t used = 0;
+           unsigned long mode = ~0UL;
+           try {
+             mode = std::stoul(text, &used, 8);
+           } catch (const std::exception&) {
+           }
+           if (used != text.size() || mode > 07777) throw CLI::ValidationError("--unix-mode", "not an octal mode: " + text);
+           flags.unix_mode = static_cast<int>(mode);
+         },
+         "The --unix socket file's permissions, in octal (0660: its owner and group may connect; umask: as the "
+         "process's umask leaves them)")
+      ->type_name("MODE")
+      ->default_str("umask");
   cmd.add_option("--port-file", flags.port_file,
-                 "Once ready, write the port listened on to this file (atomically: whole or not at all)")
+                 "Once ready, write the port listened on to this file (atomically: whole or not at all; with --unix, "
+                 "the socket's address)")
       ->type_name("FILE");
   add_duration_option(cmd, "--shutdown-timeout", flags.shutdown_timeout_s,
                       "On SIGINT/SIGTERM, time to let connections flush and close before aborting the rest "
@@ -69,6 +95,17 @@ void add_connect_flags(CLI::App& cmd, std::string& address, std::uint16_t& port)
   cmd.add_option("-p,--port", port, "Server port")->type_name("PORT")->capture_default_str();
 }
 
+std::string unix_address_text(const std::string& path) {
+  return path.starts_with('@') ? "unix-abstract:" + path.substr(1) : "unix:" + path;
+}
+
+void add_unix_connect_flag(CLI::App& cmd, std::string& address) {
+  cmd.add_option_function<std::string>(
+         "--unix", [&address](const std::string& path) { address = unix_address_text(path); },
+         "Connect to this Unix socket instead of --address/--port (@NAME: Linux's abstract namespace)")
+      ->type_name("PATH");
+}
+
 void add_design_flag(CLI::App& cmd, net::Design& design) {
   cmd.add_option_function<std::string>(
          "--design",
@@ -83,7 +120,7 @@ void add_design_flag(CLI::App& cmd, net::Design& design) {
 }
 
 net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads, bool busy_poll) {
-  return {.bind = flags.bind,
+  return {.bind = flags.unix_path.empty() ? flags.bind : unix_address_text(flags.unix_path),
           .port = flags.port,
           .threads = threads,
           .busy_poll = busy_poll,
@@ -96,15 +133,17 @@ net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads,
                             .slow_consumer_timeout =
                                 std::chrono::milliseconds(static_cast<std::int64_t>(flags.max_queued_timeout_s * 1000)),
                             .idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.idle_timeout_s * 1000))},
-          .max_connections = flags.max_connections};
+          .max_connections = flags.max_connections,
+          .unix_mode = flags.unix_mode};
 }
 
-void announce_listening(std::string_view proto, const std::string& address, std::uint16_t port,
-                        const std::string& port_file) {
+namespace {
+
+void write_port_file(const std::string& port_file, const std::string& text) {
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";
     std::FILE* f = std::fopen(tmp.c_str(), "w");
-    const bool written = f != nullptr && std::fprintf(f, "%u\n", static_cast<unsigned>(port)) > 0;
+    const bool written = f != nullptr && std::fprintf(f, "%s\n", text.c_str()) > 0;
     const bool closed = f != nullptr && std::fclose(f) == 0;
     if (!written || !closed || std::rename(tmp.c_str(), port_file.c_str()) != 0) {
       const int error = errno;
@@ -112,7 +151,23 @@ void announce_listening(std::string_view proto, const std::string& address, std:
       throw std::runtime_error(fmt::format("cannot write --port-file {}: {}", port_file, std::strerror(error)));
     }
   }
+}
+
+}  // namespace
+
+void announce_listening(std::string_view proto, const std::string& address, std::uint16_t port,
+                        const std::string& port_file) {
+  write_port_file(port_file, std::to_string(port));
   tools::print("listening {} {}:{}\n", proto, address, port);
+  std::fflush(stdout);
+}
+
+void announce_server(std::string_view proto, const net::Server& server, const std::string& port_file) {
+  const std::string where = server.listening_text();
+  if (!where.starts_with("unix"))  // an IP address
+    return announce_listening(proto, server.local_endpoint().address().to_string(), server.port(), port_file);
+  write_port_file(port_file, where);
+  tools::print("listening {} {}\n", proto, where);
   std::fflush(stdout);
 }
 

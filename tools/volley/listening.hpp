@@ -31,11 +31,13 @@ struct ListenFlags {
   std::size_t max_connections = 0;   // 0: no limit
   double idle_timeout_s = 0;         // a connection with no byte either way this long is closed (0: never)
   net::ReceivePath receive = net::ReceivePath::reactor;  // --io
+  std::string unix_path{};  // --unix: listen on this Unix socket instead ("@NAME": abstract)
+  int unix_mode = -1;     // --unix-mode
 };
 
-// Adds -b/--bind, -p/--port, --port-file, --shutdown-timeout, --max-queued,
-// --max-queued-timeout, --max-connections, --idle-timeout and --io to `cmd`,
-// with `flags` holding the defaults.
+// Adds -b/--bind, -p/--port, --unix, --unix-mode, --port-file,
+// --shutdown-timeout, --max-queued, --max-queued-timeout, --max-connections,
+// --idle-timeout and --io to `cmd`, with `flags` holding the defaults.
 void add_listen_flags(CLI::App& cmd, ListenFlags& flags);
 
 // Adds -b/--bind and -p/--port, where a server program listens; `what` ends
@@ -45,6 +47,13 @@ void add_bind_flags(CLI::App& cmd, std::string& bind, std::uint16_t& port, const
 // Adds -a/--address and -p/--port, naming the server a client program connects
 // to (the same two flags in every client; --host is the old spelling).
 void add_connect_flags(CLI::App& cmd, std::string& address, std::uint16_t& port);
+
+// The Unix address a --unix value names: "unix:PATH", or "unix-abstract:NAME" for "@NAME".
+std::string unix_address_text(const std::string& path);
+
+// Adds --unix PATH to a client program: it connects to that Unix socket
+// instead of --address/--port (`address` becomes its unix_socket.hpp address).
+void add_unix_connect_flag(CLI::App& cmd, std::string& address);
 
 // Adds --design loop-per-thread|thread-pool (net::LoopPool says what each is).
 void add_design_flag(CLI::App& cmd, net::Design& design);
@@ -57,5 +66,8 @@ net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads,
 // port file cannot be written: a caller waiting for it would wait forever.
 void announce_listening(std::string_view proto, const std::string& address, std::uint16_t port,
                         const std::string& port_file);
+// The same for a net::Server: "listening PROTO ADDRESS:PORT", or
+// "listening PROTO unix:PATH" (whose port file holds that address).
+void announce_server(std::string_view proto, const net::Server& server, const std::string& port_file);
 
 }  // namespace volley::tools

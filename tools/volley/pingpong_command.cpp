@@ -19,6 +19,7 @@
 #include "commands.hpp"
 #include "output.hpp"
 #include "json_output.hpp"
+#include "endpoint.hpp"
 #include "listening.hpp"
 #include "pingpong_client.hpp"
 #include "session_options.hpp"
@@ -107,7 +108,7 @@ int run_pingpong(const PingPongOptions& o) {
     std::error_code ec;
     auto socket = net::connect_tcp(loop, o.address, o.port, std::chrono::seconds(5), ec);
     if (ec) {
-      spdlog::error("cannot connect to {}:{}: {}", o.address, o.port, ec.message());
+      spdlog::error("cannot connect to {}: {}", endpoint_text(o.address, o.port), ec.message());
       return 1;
     }
     auto session = std::make_unique<net::Session>(o.session.make_codec(), session_options, *runners.back());
@@ -199,6 +200,7 @@ Runner add_pingpong_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("pingpong", "Checked-frame ping-pong benchmark: round trips by payload size, bursts and QPS against volley pingpong-server");
   auto o = std::make_shared<PingPongOptions>();
   add_connect_flags(*cmd, o->address, o->port);
+  add_unix_connect_flag(*cmd, o->address);
   cmd->add_option("-g,--group", o->group,
                   "1: one message at a time per payload size; 2: bursts per payload size; 3: several clients bursting")
       ->check(CLI::Range(1, 3))

@@ -113,8 +113,7 @@ void scrape_thread_pool(const std::vector<WorkerTotals>& totals, std::function<v
 }
 
 std::string peer_name(net::Session& s) {
-  const auto& ep = s.connection()->remote_endpoint();
-  return fmt::format("{}:{}", ep.address().to_string(), ep.port());
+  return s.connection()->peer();
 }
 
 class EchoEvents final : public net::SessionEvents {
@@ -219,12 +218,11 @@ int run_server(const ServerOptions& o) {
     last_messages = messages;
   });
   server.on_ready([&] {
-    const auto local = server.local_endpoint();
-    announce_listening(listening_proto(o.tls.tls, o.ws), local.address().to_string(), local.port(), o.listen.port_file);
+    announce_server(listening_proto(o.tls.tls, o.ws), server, o.listen.port_file);
     spdlog::info(
-        "volley pingpong-server on {}:{} ({}, {} framing, {} worker threads ({}){}, receive path {}, "
+        "volley pingpong-server on {} ({}, {} framing, {} worker threads ({}){}, receive path {}, "
         "heartbeat {} ms x {})",
-        local.address().to_string(), local.port(), listening_proto(o.tls.tls, o.ws), flags.framing, server.threads(),
+        server.listening_text(), listening_proto(o.tls.tls, o.ws), flags.framing, server.threads(),
         net::to_string(o.design), o.busy_poll ? ", busy-poll" : "", net::to_string(server.workers().receive_path()),
         flags.heartbeat_ms, flags.heartbeat_misses);
     metrics.start();

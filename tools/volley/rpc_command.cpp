@@ -22,6 +22,7 @@
 #include "commands.hpp"
 #include "duration_flag.hpp"
 #include "json_output.hpp"
+#include "endpoint.hpp"
 #include "listening.hpp"
 #include "metrics_service.hpp"
 #include "session_options.hpp"
@@ -120,11 +121,10 @@ int run_server(const RpcOptions& o) {
         });
   });
   server.on_ready([&] {
-    announce_listening(listening_proto(o.server_tls.tls, o.ws), server.local_endpoint().address().to_string(), server.port(),
-                       o.listen.port_file);
+    announce_server(listening_proto(o.server_tls.tls, o.ws), server, o.listen.port_file);
     metrics.start();
-    spdlog::info("volley rpc-server on {}:{} ({}, {} worker threads, {}, receive path {})",
-                 server.local_endpoint().address().to_string(), server.port(), listening_proto(o.server_tls.tls, o.ws),
+    spdlog::info("volley rpc-server on {} ({}, {} worker threads, {}, receive path {})",
+                 server.listening_text(), listening_proto(o.server_tls.tls, o.ws),
                  server.threads(), net::to_string(o.design), net::to_string(server.workers().receive_path()));
   });
   server.on_stop([&] { metrics.stop(); });
@@ -205,7 +205,7 @@ Exchange run_exchange(const RpcOptions& o, const std::string& name, std::uint32_
       websocket_client_transport(tls_client_transport(o.client_tls, o.host), o.ws, o.host, o.port, rpc::frame_size);
   client.connect(o.host, o.port, std::chrono::seconds(5), transport ? transport() : nullptr, ec);
   if (ec) {
-    x.error = "cannot connect to " + o.host + ":" + std::to_string(o.port) + ": " + ec.message();
+    x.error = "cannot connect to " + endpoint_text(o.host, o.port) + ": " + ec.message();
     if (!client.last_remote_error().empty()) x.error += " (" + client.last_remote_error() + ")";
     return x;
   }
@@ -316,6 +316,7 @@ Runner add_rpc_commands(CLI::App& app) {
   add_metrics_flag(*server, o->metrics);
   auto* bench = app.add_subcommand("rpc-bench", "Ping-pong and request-reply round trips against volley rpc-server");
   add_connect_flags(*bench, o->host, o->port);
+  add_unix_connect_flag(*bench, o->host);
   bench->add_option("--mode", o->mode, "The exchanges to time: Ping/Pong, Request/Reply or both")
       ->option_text("ping|request|both")
       ->check(CLI::IsMember({"ping", "request", "both"}))

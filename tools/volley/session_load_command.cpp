@@ -29,6 +29,7 @@
 #include "duration_flag.hpp"
 #include "file_limit.hpp"
 #include "json_output.hpp"
+#include "endpoint.hpp"
 #include "listening.hpp"
 #include "session_options.hpp"
 #include "tls_flags.hpp"
@@ -213,7 +214,7 @@ int run_load(const LoadOptions& o) {
   }
   const double connect_seconds = seconds_since(connect_start);
   if (connections.empty()) {
-    tools::print(stderr, "volley session-load: cannot connect to {}:{}: {}\n", o.host, o.port, first_failure);
+    tools::print(stderr, "volley session-load: cannot connect to {}: {}\n", endpoint_text(o.host, o.port), first_failure);
     return 1;
   }
   for (std::size_t i = 0; i < connections.size(); ++i)
@@ -339,6 +340,7 @@ Runner add_session_load_command(CLI::App& app) {
   auto o = std::make_shared<LoadOptions>();
   o->session.heartbeat_ms = 1000;
   add_connect_flags(*cmd, o->host, o->port);
+  add_unix_connect_flag(*cmd, o->host);
   cmd->add_option("-c,--connections", o->connections, "Sessions to hold open")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));

@@ -119,7 +119,7 @@ int run_target(const TargetOptions& o) {
   try {
     server.listen([&](std::size_t w) { return make_handler(o, stats[w]); });
   } catch (const std::exception& e) {
-    tools::print(stderr, "volley target: cannot listen on {}:{}: {}\n", o.listen.bind, o.listen.port, e.what());
+    tools::print(stderr, "volley target: cannot listen on {}: {}\n", server_opts.bind, e.what());
     return 1;
   }
 
@@ -145,11 +145,10 @@ int run_target(const TargetOptions& o) {
     last = now;
   });
   server.on_ready([&] {
-    const auto local = server.local_endpoint();
-    announce_listening(listening_proto(o.tls.tls, o.ws), local.address().to_string(), local.port(), o.listen.port_file);
-    spdlog::info("volley target listening on {}:{} ({}, {} worker threads, {}, receive path {}, handler {}, "
+    announce_server(listening_proto(o.tls.tls, o.ws), server, o.listen.port_file);
+    spdlog::info("volley target listening on {} ({}, {} worker threads, {}, receive path {}, handler {}, "
                  "reply {})",
-                 local.address().to_string(), local.port(), listening_proto(o.tls.tls, o.ws), server.threads(),
+                 server.listening_text(), listening_proto(o.tls.tls, o.ws), server.threads(),
                  net::to_string(o.design), net::to_string(server.workers().receive_path()), to_string(o.handler),
                  to_string(o.reply));
     metrics.start();

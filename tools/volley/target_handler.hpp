@@ -97,12 +97,11 @@ class TargetEvents final : public net::SessionEvents {
     }
     // The header cannot be trusted: the session closes.
     stats_.add(error == wire::Errc::unknown_type ? stats_.unknown_type : stats_.length_over_maximum);
-    const auto& peer = s.connection()->remote_endpoint();
+    const std::string& peer = s.connection()->peer();
     if (bytes.size() >= kHeaderSize)
-      spdlog::warn("{}:{}: closing: {} (type 0x{:04x}, length {})", peer.address().to_string(), peer.port(),
-                   error.message(), wire::load_u16_be(bytes.data()), wire::load_u32_be(bytes.data() + 2));
+      spdlog::warn("{}: closing: {} (type 0x{:04x}, length {})", peer, error.message(), wire::load_u16_be(bytes.data()), wire::load_u32_be(bytes.data() + 2));
     else
-      spdlog::warn("{}:{}: closing: {}", peer.address().to_string(), peer.port(), error.message());
+      spdlog::warn("{}: closing: {}", peer, error.message());
   }
 
   void on_close(net::Session& s, const net::CloseReason& reason) override {
@@ -124,13 +123,11 @@ class TargetEvents final : public net::SessionEvents {
     auto* c = s.connection();
     if (partial_bytes > 0) {
       stats_.add(stats_.closed_mid_frame);
-      spdlog::warn("{}:{}: {} in the middle of a frame ({} bytes of it discarded)",
-                   c->remote_endpoint().address().to_string(), c->remote_endpoint().port(),
+      spdlog::warn("{}: {} in the middle of a frame ({} bytes of it discarded)", c->peer(),
                    net::to_string(reason.kind), partial_bytes);
     } else if (reason.kind == Kind_::io_error || reason.kind == Kind_::handshake_failed ||
                reason.kind == Kind_::heartbeat_timeout) {
-      spdlog::warn("{}:{}: {}: {}", c->remote_endpoint().address().to_string(), c->remote_endpoint().port(),
-                   net::to_string(reason.kind), reason.detail);
+      spdlog::warn("{}: {}: {}", c->peer(), net::to_string(reason.kind), reason.detail);
     }
   }
 

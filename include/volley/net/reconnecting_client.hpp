@@ -11,6 +11,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -23,10 +24,13 @@
 
 #include <volley/net/backoff.hpp>
 #include <volley/net/session.hpp>
+#include <volley/net/unix_socket.hpp>
 
 namespace volley::net {
 
 struct ReconnectingClientOptions {
+  // An IP address, a host name (resolved once, at start()), or a Unix socket
+  // ("unix:/run/svc.sock", unix_socket.hpp; `port` is then not used).
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
   std::chrono::milliseconds connect_timeout{2000};
@@ -122,6 +126,7 @@ class ReconnectingClient final : private SessionEvents {
   Backoff backoff_;
   std::mt19937_64 rng_;
   boost::asio::ip::tcp::endpoint endpoint_;
+  std::optional<UnixAddress> unix_;  // connects there instead of endpoint_
   std::unique_ptr<boost::asio::ip::tcp::socket> socket_;  // while connecting
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer connect_timer_;

@@ -22,7 +22,9 @@ namespace volley::net {
 
 /// How a Server listens and runs.
 struct ServerOptions {
-  std::string bind = "0.0.0.0";  ///< address to listen on
+  /// Address to listen on: an IP address, or a Unix socket ("unix:/run/svc.sock",
+  /// "unix-abstract:svc"; see unix_socket.hpp), where `port` is not used.
+  std::string bind = "0.0.0.0";
   std::uint16_t port = 0;        ///< 0: any free port (see Server::port())
   std::size_t threads = 1;       ///< worker loops, one thread each; connections spread round-robin
   bool busy_poll = false;        ///< worker loops spin instead of sleeping in the kernel (a CPU each)
@@ -56,6 +58,9 @@ struct ServerOptions {
   /// At most this many connections open at once (0: no limit); one more is
   /// accepted and closed at once, and counted (over_limit_connections()).
   std::size_t max_connections = 0;
+  /// A Unix socket file's permissions (0660: its owner and group may
+  /// connect); -1 leaves what the umask gives.
+  int unix_mode = -1;
 };
 
 /// One listening TCP server with its own loops: a control loop (accepting,
@@ -117,6 +122,8 @@ class Server {
   /// The address and port listened on (after listen()).
   boost::asio::ip::tcp::endpoint local_endpoint() const;
   std::uint16_t port() const { return local_endpoint().port(); }
+  /// What it listens on, for a listening line: "127.0.0.1:7000", "[::1]:7000", "unix:/run/svc.sock".
+  std::string listening_text() const;
   /// Connections refused (accepted and closed at once) while the process was
   /// out of file descriptors; the server pauses accepting meanwhile instead of spinning.
   std::uint64_t refused_connections() const noexcept { return tcp_ ? tcp_->refused_connections() : 0; }

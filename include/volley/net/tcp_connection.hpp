@@ -180,7 +180,11 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // The transport, or null for plain TCP.
   const StreamTransport* transport() const noexcept { return transport_.get(); }
   std::size_t queued_bytes() const noexcept { return queue_.queued_bytes(); }
+  // The peer's TCP address (empty for a Unix socket's peer).
   const boost::asio::ip::tcp::endpoint& remote_endpoint() const noexcept { return remote_; }
+  // The peer for logs and reports: "192.0.2.1:5000", "[::1]:5000", or a Unix
+  // socket's "unix peer pid 1234 uid 1000".
+  const std::string& peer() const noexcept { return peer_; }
   boost::asio::any_io_executor get_executor() { return socket_.get_executor(); }
   StreamHandler& handler() noexcept { return *handler_; }
   // Runs after the handler's on_close; the owner uses it to forget the connection.
@@ -262,6 +266,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   std::unique_ptr<StreamHandler> handler_;
   std::unique_ptr<StreamTransport> transport_;
   boost::asio::ip::tcp::endpoint remote_;
+  std::string peer_;
   detail::WriteQueue queue_;
   std::vector<boost::asio::const_buffer> gather_;
   State state_ = State::open;

@@ -1,13 +1,14 @@
 #pragma once
 // The acceptor side of the one-loop-per-thread model: it accepts on its own
 // loop and hands each new connection (its descriptor) to the next worker loop,
-// round-robin.
+// round-robin. It listens on a TCP endpoint or on a Unix socket (unix_socket.hpp).
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -16,6 +17,7 @@
 
 #include <volley/net/loop_pool.hpp>
 #include <volley/net/tcp_connection.hpp>
+#include <volley/net/unix_socket.hpp>
 
 namespace volley::net {
 
@@ -37,12 +39,20 @@ class TcpServer {
   TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
             HandlerFactory factory, ConnectionLimits limits = {}, TransportFactory transport = {})
       : TcpServer(accept_loop.get_executor(), workers, endpoint, std::move(factory), limits, std::move(transport)) {}
+  // Listens on a Unix socket instead (listen_unix: a stale file is replaced,
+  // a live server's refused; `mode` >= 0 the file's permissions), and removes
+  // its file when it stops. Throws boost::system::system_error.
+  TcpServer(const boost::asio::any_io_executor& accept_executor, LoopPool& workers, const UnixAddress& address,
+            int mode, HandlerFactory factory, ConnectionLimits limits = {}, TransportFactory transport = {});
   TcpServer(const TcpServer&) = delete;
   TcpServer& operator=(const TcpServer&) = delete;
 
   ~TcpServer();
 
-  boost::asio::ip::tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
+  // The TCP endpoint listened on (empty for a Unix socket).
+  boost::asio::ip::tcp::endpoint local_endpoint() const;
+  // The Unix socket listened on, if that is what it listens on.
+  const std::optional<UnixAddress>& unix_address() const noexcept { return unix_; }
   void start();
   // Connections closed at once because the process was out of descriptors.
   std::uint64_t refused_connections() const noexcept { return refused_.load(std::memory_order_relaxed); }
@@ -67,6 +77,10 @@ class TcpServer {
   std::uint64_t aborted_at_shutdown() const noexcept { return aborted_.load(std::memory_order_relaxed); }
 
  private:
+  TcpServer(const boost::asio::any_io_executor& accept_executor, LoopPool& workers, HandlerFactory factory,
+            ConnectionLimits limits, TransportFactory transport);
+  // Closes the listening socket (removing a Unix socket's file first).
+  void stop_listening();
   void do_accept();
   void shed_one_connection();
   std::vector<std::shared_ptr<TcpConnection>> live_on(std::size_t worker);
@@ -74,7 +88,12 @@ class TcpServer {
   void adopt(std::size_t worker, boost::asio::ip::tcp::socket socket);
 
   LoopPool& workers_;
+  // A Unix socket's listening descriptor is kept in the TCP acceptor type too:
+  // accept(2) is the same call.
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::ip::tcp protocol_ = boost::asio::ip::tcp::v4();  // given to each accepted socket
+  std::optional<UnixAddress> unix_;
+  UnixSocketFile unix_file_;  // removed when the server stops listening
   // Out of descriptors, a pending connection keeps the listener readable, so
   // accepting again at once would spin. The server pauses accepting briefly,
   // and spends a reserve descriptor to accept and close one pending

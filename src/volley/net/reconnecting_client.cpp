@@ -29,6 +29,8 @@ ReconnectingClient::~ReconnectingClient() {
 }
 
 void ReconnectingClient::start() {
+  unix_ = parse_unix_address(options_.host);
+  if (unix_) return connect();
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(options_.host, ec);
   if (!ec) {
@@ -46,6 +48,18 @@ void ReconnectingClient::connect() {
   socket_ = std::make_unique<asio::ip::tcp::socket>(loop_);
   connect_timed_out_ = false;
   std::weak_ptr<bool> alive = alive_;
+  if (unix_) {
+    // A Unix connect is done (or refused) at once; its outcome is handled on
+    // the loop's next turn, as a TCP connect's would be.
+    std::error_code error;
+    const int fd = connect_unix(*unix_, error);
+    boost::system::error_code ec = error;
+    if (fd >= 0) socket_->assign(asio::ip::tcp::v4(), fd, ec);
+    asio::post(loop_, [this, alive, ec] {
+      if (!alive.expired()) on_connect(ec);
+    });
+    return;
+  }
   connect_timer_.expires_after(options_.connect_timeout);
   connect_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
     if (ec || alive.expired() || !socket_) return;
@@ -71,7 +85,7 @@ void ReconnectingClient::on_connect(const boost::system::error_code& ec) {
     return;
   }
   boost::system::error_code local_error, remote_error;
-  if (socket_->local_endpoint(local_error) == socket_->remote_endpoint(remote_error) && !local_error && !remote_error) {
+  if (!unix_ && socket_->local_endpoint(local_error) == socket_->remote_endpoint(remote_error) && !local_error && !remote_error) {
     // Nobody listens on the port and the kernel picked that very port as the
     // source: TCP's simultaneous open connected the socket to itself. It would
     // hold the port the server needs; drop it and try again.

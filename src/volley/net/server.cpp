@@ -35,8 +35,12 @@ asio::ip::tcp::endpoint Server::endpoint() const {
 }
 
 void Server::listen(HandlerFactory factory) {
-  tcp_ = std::make_unique<TcpServer>(control_, workers_, endpoint(), std::move(factory), options_.connection_limits,
-                                     options_.transport);
+  if (const auto unix_address = parse_unix_address(options_.bind))
+    tcp_ = std::make_unique<TcpServer>(control_.get_executor(), workers_, *unix_address, options_.unix_mode,
+                                       std::move(factory), options_.connection_limits, options_.transport);
+  else
+    tcp_ = std::make_unique<TcpServer>(control_, workers_, endpoint(), std::move(factory), options_.connection_limits,
+                                       options_.transport);
   tcp_->set_max_connections(options_.max_connections);
 }
 
@@ -47,6 +51,14 @@ asio::any_io_executor Server::make_serial_executor() {
 
 asio::ip::tcp::endpoint Server::local_endpoint() const {
   return tcp_ ? tcp_->local_endpoint() : asio::ip::tcp::endpoint{};
+}
+
+std::string Server::listening_text() const {
+  if (tcp_ && tcp_->unix_address()) return tcp_->unix_address()->text();
+  const auto endpoint = local_endpoint();
+  const std::string address = endpoint.address().to_string();
+  return endpoint.address().is_v6() ? "[" + address + "]:" + std::to_string(endpoint.port())
+                                    : address + ":" + std::to_string(endpoint.port());
 }
 
 void Server::on_ready(std::function<void()> step) { ready_steps_.push_back(std::move(step)); }

@@ -5,6 +5,8 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include <volley/net/unix_socket.hpp>
+
 namespace volley::net {
 
 namespace asio = boost::asio;
@@ -51,6 +53,14 @@ asio::ip::tcp::socket connect_reporting_asio_errors(asio::io_context& loop, cons
 
 asio::ip::tcp::socket connect_tcp(asio::io_context& loop, const std::string& host, std::uint16_t port,
                                   std::chrono::milliseconds timeout, std::error_code& error) {
+  if (const auto unix_address = parse_unix_address(host)) {
+    asio::ip::tcp::socket socket(loop);
+    const int fd = connect_unix(*unix_address, error);
+    boost::system::error_code ec;
+    if (fd >= 0) socket.assign(asio::ip::tcp::v4(), fd, ec);  // only the descriptor matters (unix_socket.hpp)
+    if (ec) error = ec;
+    return socket;
+  }
   boost::system::error_code ec;
   auto socket = connect_reporting_asio_errors(loop, host, port, timeout, ec);
   error = ec;

@@ -1,5 +1,7 @@
 #include <volley/net/tcp_connection.hpp>
 
+#include <sys/socket.h>
+
 #include <optional>
 
 #include <boost/asio/post.hpp>
@@ -7,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <volley/net/close_without_cancel.hpp>
+#include <volley/net/unix_socket.hpp>
 #include "connection_input.hpp"
 
 namespace volley::net {
@@ -42,7 +45,14 @@ TcpConnection::TcpConnection(asio::ip::tcp::socket socket, std::unique_ptr<Strea
   if (transport_) state_ = State::handshaking;
   boost::system::error_code ec;
   remote_ = socket_.remote_endpoint(ec);
+  if (!ec && remote_.data()->sa_family == AF_UNIX) {  // no address, no Nagle
+    remote_ = {};
+    peer_ = describe_unix_peer(socket_.native_handle());
+    return;
+  }
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  peer_ = remote_.address().is_v6() ? fmt::format("[{}]:{}", remote_.address().to_string(), remote_.port())
+                                    : fmt::format("{}:{}", remote_.address().to_string(), remote_.port());
 }
 
 // Out of line: the handler may be a type only the .cpp files know well.

@@ -16,9 +16,8 @@ namespace volley::net {
 
 namespace asio = boost::asio;
 
-TcpServer::TcpServer(const asio::any_io_executor& accept_executor, LoopPool& workers,
-                     const asio::ip::tcp::endpoint& endpoint, HandlerFactory factory, ConnectionLimits limits,
-                     TransportFactory transport)
+TcpServer::TcpServer(const asio::any_io_executor& accept_executor, LoopPool& workers, HandlerFactory factory,
+                     ConnectionLimits limits, TransportFactory transport)
     : workers_(workers),
       acceptor_(accept_executor),
       accept_pause_(accept_executor),
@@ -27,11 +26,32 @@ TcpServer::TcpServer(const asio::any_io_executor& accept_executor, LoopPool& wor
       transport_(std::move(transport)),
       limits_(limits),
       live_(workers.size()),
-      deadline_(workers.size()) {
+      deadline_(workers.size()) {}
+
+TcpServer::TcpServer(const asio::any_io_executor& accept_executor, LoopPool& workers,
+                     const asio::ip::tcp::endpoint& endpoint, HandlerFactory factory, ConnectionLimits limits,
+                     TransportFactory transport)
+    : TcpServer(accept_executor, workers, std::move(factory), limits, std::move(transport)) {
+  protocol_ = endpoint.protocol();
   acceptor_.open(endpoint.protocol());
   acceptor_.set_option(asio::socket_base::reuse_address(true));
   acceptor_.bind(endpoint);
   acceptor_.listen(asio::socket_base::max_listen_connections);
+}
+
+TcpServer::TcpServer(const asio::any_io_executor& accept_executor, LoopPool& workers, const UnixAddress& address,
+                     int mode, HandlerFactory factory, ConnectionLimits limits, TransportFactory transport)
+    : TcpServer(accept_executor, workers, std::move(factory), limits, std::move(transport)) {
+  std::error_code ec;
+  const int fd = listen_unix(address, mode, unix_file_, ec);
+  if (fd < 0)
+    throw boost::system::system_error(boost::system::error_code(ec),
+                                      ec == std::errc::file_exists ? address.text() + " exists and is not a socket"
+                                      : ec == std::errc::address_in_use
+                                          ? address.text() + ": another server is listening there"
+                                          : address.text());
+  acceptor_.assign(protocol_, fd);
+  unix_ = address;
 }
 
 TcpServer::~TcpServer() {
@@ -42,6 +62,16 @@ TcpServer::~TcpServer() {
   // while Asio's services are alive; Asio's own close would free its object
   // with the accept still queued, to be destroyed after the socket service it
   // refers to.
+  stop_listening();
+}
+
+asio::ip::tcp::endpoint TcpServer::local_endpoint() const {
+  if (unix_) return {};
+  return acceptor_.local_endpoint();
+}
+
+void TcpServer::stop_listening() {
+  if (unix_ && acceptor_.is_open()) remove_unix_socket_file(*unix_, unix_file_);
   close_without_cancel(acceptor_);
 }
 
@@ -86,12 +116,14 @@ void TcpServer::do_accept() {
       boost::system::error_code ignored;
       if (over == 1 || over % 1000 == 0)
         spdlog::warn("connection from {} closed: {} connections open, the maximum ({} so far)",
-                     socket.remote_endpoint(ignored).address().to_string(), max_connections_, over);
+                     unix_ ? describe_unix_peer(socket.native_handle())
+                           : socket.remote_endpoint(ignored).address().to_string(),
+                     max_connections_, over);
       socket.close(ignored);
     } else {
       open_.fetch_add(1, std::memory_order_relaxed);
       const std::size_t worker = workers_.next_index();
-      const auto protocol = acceptor_.local_endpoint().protocol();
+      const auto protocol = protocol_;
       boost::system::error_code release_error;
       const int fd = socket.release(release_error);
       if (release_error) {
@@ -153,7 +185,7 @@ std::vector<std::shared_ptr<TcpConnection>> TcpServer::live_on(std::size_t worke
 
 void TcpServer::shutdown(std::chrono::milliseconds deadline) {
   accept_pause_.cancel();
-  close_without_cancel(acceptor_);
+  stop_listening();
   for (std::size_t w = 0; w < workers_.size(); ++w) {
     asio::post(workers_.slot_executor(w), [this, w, deadline] {
       // Each connection is closed on its own executor (at once on a loop of its slot).

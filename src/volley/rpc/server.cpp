@@ -52,8 +52,7 @@ class ServerStream final : public net::StreamHandler {
       switch (decoder_.next(frame)) {
         case FrameDecoder::Status::need_more: return;
         case FrameDecoder::Status::failed:
-          spdlog::warn("rpc: {}:{}: body size over the maximum, closing", c.remote_endpoint().address().to_string(),
-                       c.remote_endpoint().port());
+          spdlog::warn("rpc: {}: body size over the maximum, closing", c.peer());
           c.close({net::CloseReason::Kind::protocol_error, "rpc body size over the maximum",
                    wire::make_error_code(wire::Errc::length_over_maximum)});
           return;
@@ -107,8 +106,7 @@ class ServerSessionEvents final : public net::SessionEvents {
 
   void on_protocol_error(net::Session& s, const std::error_code& error, std::span<const std::byte>,
                          bool closing) override {
-    const auto& peer = s.connection()->remote_endpoint();
-    spdlog::warn("rpc: {}:{}: {} ({})", peer.address().to_string(), peer.port(), error.message(),
+    spdlog::warn("rpc: {}: {} ({})", s.connection()->peer(), error.message(),
                  closing ? "closing" : "frame dropped");
   }
 
