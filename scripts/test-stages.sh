@@ -120,7 +120,7 @@ tsan_stage() {
     return
   fi
   local threaded='^(ThreadPoolDesign\.|BusyPoll\.|EdgeReadWait\.|EchoThreadPool\.|Echo\.Tcp|Echo\.Tls|Echo\.AThousand|Http\.|Metrics\.'
-  threaded+='|ChatExample\.|Examples\.|Session|RpcOver|ServerPrograms\.|Shutdown|Servers/|TlsServers/|TlsResumption\.|UdpPrograms/'
+  threaded+='|ChatExample\.|Examples\.|Session|RpcOver|ServerPrograms\.|Shutdown|Servers/|TlsServers/|TlsResumption\.|UdpPrograms/|Shm\.|PeerKilled\.|UnixSocket\.'
   threaded+='|Schemes/ArqOverRelay\..*thread_pool)'
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 exitcode=66"
   run_ctest "$dir" "ThreadSanitizer: integration tests of code shared between threads" -L integration -R "$threaded"

@@ -110,12 +110,13 @@ class FramingAndLink : public testing::TestWithParam<Over> {
   std::vector<std::string> server_args(std::vector<std::string> args) const {
     args.insert(args.end(), {"--framing", framing_flag(framing())});
     for (auto& f : server_flags(link())) args.push_back(f);
-    if (link() == Link::unix_socket) args.insert(args.end(), {"--unix", unix_flag_});
+    if (is_local(link())) args.insert(args.end(), {"--unix", unix_flag_});
+    if (link() == Link::shm) args.push_back("--shm");
     return args;
   }
   // Where a client finds a server that server_args() made (a restarted one
   // too: the same Unix socket all through the test).
-  std::string host() const { return link() == Link::unix_socket ? unix_address_of(unix_flag_) : "127.0.0.1"; }
+  std::string host() const { return is_local(link()) ? unix_address_of(unix_flag_) : "127.0.0.1"; }
 
  private:
   std::string unix_flag_ = fresh_unix_flag();
@@ -123,7 +124,7 @@ class FramingAndLink : public testing::TestWithParam<Over> {
 
 inline auto every_framing_and_link() {
   return testing::Combine(testing::Values(Framing::checked, Framing::gnb, Framing::rpc),
-                          testing::Values(Link::tcp, Link::tls, Link::unix_socket));
+                          testing::Values(Link::tcp, Link::tls, Link::unix_socket, Link::shm));
 }
 
 }  // namespace volley::test

@@ -1,6 +1,7 @@
 #pragma once
-// Tests that run alike over plain TCP, TLS and Unix sockets take a Link
-// parameter: the server tools' extra flags and the in-process transports for each.
+// Tests that run alike over plain TCP, TLS, Unix sockets and shared memory
+// take a Link parameter: the server tools' extra flags and the in-process
+// transports for each.
 // The certificates are made once per test binary (scripts/make-test-certs.sh).
 #include <unistd.h>
 
@@ -15,16 +16,19 @@
 #include <gtest/gtest.h>
 
 #include <volley/net/server.hpp>
+#include <volley/net/shm.hpp>
 #include <volley/net/tls.hpp>
 
 #include "child_process.hpp"
 
 namespace volley::test {
 
-enum class Link { tcp, tls, unix_socket };
+enum class Link { tcp, tls, unix_socket, shm };
+// Served on a Unix socket (shared memory is set up over one).
+inline bool is_local(Link link) { return link == Link::unix_socket || link == Link::shm; }
 
 inline std::string link_text(Link link) {
-  return link == Link::tcp ? "Tcp" : link == Link::tls ? "Tls" : "Unix";
+  return link == Link::tcp ? "Tcp" : link == Link::tls ? "Tls" : link == Link::unix_socket ? "Unix" : "Shm";
 }
 inline std::string link_name(const testing::TestParamInfo<Link>& info) { return link_text(info.param); }
 
@@ -72,6 +76,7 @@ using TransportFactory = std::function<std::unique_ptr<net::StreamTransport>()>;
 
 // In-process: transports for a client that verifies the test server as 127.0.0.1.
 inline TransportFactory client_transport(Link link) {
+  if (link == Link::shm) return [] { return net::make_shm_transport(net::ShmRole::client); };
   if (link != Link::tls) return {};
   auto ctx = std::make_shared<boost::asio::ssl::context>(
       net::make_tls_client_context(TestCerts::get().file("ca.pem"), true, net::TlsVersion::any));
@@ -79,6 +84,7 @@ inline TransportFactory client_transport(Link link) {
 }
 
 inline TransportFactory server_transport(Link link) {
+  if (link == Link::shm) return [] { return net::make_shm_transport(net::ShmRole::server); };
   if (link != Link::tls) return {};
   const auto& c = TestCerts::get();
   auto ctx = std::make_shared<boost::asio::ssl::context>(

@@ -79,7 +79,7 @@ class Mute final : public net::StreamHandler {
 // An in-process server of Deaf connections over `link`.
 struct DeafServer {
   explicit DeafServer(Link link)
-      : server({.bind = link == Link::unix_socket ? unix_address_of(fresh_unix_flag()) : "127.0.0.1", .port = 0,
+      : server({.bind = is_local(link) ? unix_address_of(fresh_unix_flag()) : "127.0.0.1", .port = 0,
                 .threads = 1, .handle_signals = false, .shutdown_timeout = 200ms, .transport = server_transport(link)}) {
     server.listen([](std::size_t) { return std::make_unique<Deaf>(); });
   }
@@ -91,7 +91,7 @@ struct DeafServer {
   net::Server server;
 };
 
-// For every framing (checked, gNB, RPC) over TCP, TLS and Unix sockets.
+// For every framing (checked, gNB, RPC) over TCP, TLS, Unix sockets and shared memory.
 class SessionLink : public FramingAndLink {};
 INSTANTIATE_TEST_SUITE_P(Sessions, SessionLink, every_framing_and_link(), over_name);
 

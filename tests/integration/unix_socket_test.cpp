@@ -1,8 +1,9 @@
 // Unix domain sockets under the same servers, clients and sessions as TCP:
 // the socket file's life (a stale one replaced, a live server's refused,
 // anything else left alone, the mode asked for, removed at the end), and a
-// peer killed mid-stream. The framings' session tests run over Unix sockets
-// too (Sessions/SessionOver.*Unix, Sessions/SessionLink.*Unix).
+// peer killed mid-stream; shared memory's hostile peers. The framings'
+// session tests run over Unix sockets and shared memory too
+// (Sessions/SessionOver.*Unix|Shm, Sessions/SessionLink.*Unix|Shm).
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -156,57 +157,88 @@ TEST(UnixSocket, TheServerToolSetsTheModeNamesTheSocketAndRemovesItAtTheEnd) {
   EXPECT_FALSE(exists(path));
 }
 
-// A client process killed with SIGKILL in the middle of a stream of messages
-// (mid-frame, as likely as not): the server reports the close and serves the
-// next client; its report counts every whole message it read.
-class UnixPeerKilled : public testing::TestWithParam<Framing> {};
-INSTANTIATE_TEST_SUITE_P(Framings, UnixPeerKilled, testing::Values(Framing::checked, Framing::gnb, Framing::rpc),
-                         [](const testing::TestParamInfo<Framing>& info) {
-                           return info.param == Framing::checked ? "Checked"
-                                  : info.param == Framing::gnb   ? "Gnb"
-                                                                 : "Rpc";
-                         });
+// A client process killed with SIGKILL in the middle of a stream of messages:
+// the server reports the close and serves the next client. Over a Unix
+// socket the writer is raw bytes cut anywhere (mid-frame, as likely as not);
+// over shared memory it is `volley pingpong --shm`, killed mid-burst.
+using LocalOver = std::tuple<Framing, Link>;
+class PeerKilled : public testing::TestWithParam<LocalOver> {
+ protected:
+  Framing framing() const { return std::get<0>(GetParam()); }
+  Link link() const { return std::get<1>(GetParam()); }
 
-TEST_P(UnixPeerKilled, TheServerReportsItAndServesTheNextClient) {
+  // A child process that writes `framing()` frames to `flag`'s socket until killed.
+  pid_t start_writer(const TempDir& dir, const std::string& flag, std::unique_ptr<ChildProcess>& tool) {
+    if (link() == Link::shm) {
+      // The tools that stream a framing: pingpong (checked), gen (gNB).
+      std::vector<std::string> argv{bin("volley"), "pingpong", "--unix", flag, "--shm", "-g", "2", "--sizes", "1000",
+                                    "-n", "100000000", "--max-bytes", "100000000000", "--no-progress"};
+      if (framing() == Framing::gnb)
+        argv = {bin("volley"), "gen", "--unix", flag, "--shm", "-m", "8001:1000:100", "-t", "60s", "--no-progress"};
+      tool = std::make_unique<ChildProcess>(argv, dir.file("writer"));
+      return 0;
+    }
+    const std::vector<std::byte> frame = on_the_wire(framing(), std::string(1000, 'k'));
+    std::vector<std::byte> stream;
+    for (int i = 0; i < 64; ++i) stream.insert(stream.end(), frame.begin(), frame.end());
+    std::error_code ec;
+    const int fd = net::connect_unix(*net::parse_unix_address(unix_address_of(flag)), ec);
+    EXPECT_GE(fd, 0) << ec.message();
+    ::fcntl(fd, F_SETFL, 0);  // blocking
+    const pid_t child = ::fork();
+    if (child == 0) {
+      // Writes frames in pieces that straddle frame boundaries, for ever, reading
+      // nothing (system calls only: the test process may have other threads).
+      for (;;)
+        for (std::size_t at = 0; at < stream.size(); at += 777)
+          if (::write(fd, stream.data() + at, std::min<std::size_t>(777, stream.size() - at)) < 0) ::_exit(3);
+    }
+    ::close(fd);  // the child's copy is the connection now
+    return child;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Framings, PeerKilled,
+                         testing::Values(LocalOver{Framing::checked, Link::unix_socket},
+                                         LocalOver{Framing::gnb, Link::unix_socket},
+                                         LocalOver{Framing::rpc, Link::unix_socket},
+                                         LocalOver{Framing::checked, Link::shm}, LocalOver{Framing::gnb, Link::shm}),
+                         over_name);
+
+TEST_P(PeerKilled, TheServerReportsItAndServesTheNextClient) {
   TempDir dir;
   const std::string flag = fresh_unix_flag();
-  const std::string address = unix_address_of(flag);
-  RunningPingPongServer server(dir, {"--unix", flag, "--framing", framing_flag(GetParam())});
+  std::vector<std::string> args{"--unix", flag, "--framing", framing_flag(framing())};
+  if (link() == Link::shm) args.push_back("--shm");
+  RunningPingPongServer server(dir, args);
 
-  const std::vector<std::byte> frame = on_the_wire(GetParam(), std::string(1000, 'k'));
-  std::vector<std::byte> stream;
-  for (int i = 0; i < 64; ++i) stream.insert(stream.end(), frame.begin(), frame.end());
-  std::error_code ec;
-  const int fd = net::connect_unix(*net::parse_unix_address(address), ec);
-  ASSERT_GE(fd, 0) << ec.message();
-  ::fcntl(fd, F_SETFL, 0);  // blocking
-  const pid_t child = ::fork();
-  if (child == 0) {
-    // Writes frames in pieces that straddle frame boundaries, for ever, reading
-    // nothing (system calls only: the test process may have other threads).
-    for (;;)
-      for (std::size_t at = 0; at < stream.size(); at += 777)
-        if (::write(fd, stream.data() + at, std::min<std::size_t>(777, stream.size() - at)) < 0) ::_exit(3);
-  }
-  ::close(fd);  // the child's copy is the connection now
-  ASSERT_GT(child, 0);
+  std::unique_ptr<ChildProcess> tool;
+  const pid_t child = start_writer(dir, flag, tool);
+  ASSERT_FALSE(HasFailure());
   std::this_thread::sleep_for(300ms);
-  ::kill(child, SIGKILL);
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "the writer ended on its own: " << WEXITSTATUS(status);
+  if (tool) {
+    ASSERT_FALSE(tool->wait_for(0ms).has_value()) << "the writer ended on its own: " << tool->stderr_text();
+    tool->send_signal(SIGKILL);
+    ASSERT_TRUE(tool->wait_for(5s).has_value());
+  } else {
+    ASSERT_GT(child, 0);
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the writer ended on its own: " << WEXITSTATUS(status);
+  }
 
   asio::io_context loop;
   net::ReconnectingClientOptions o;
-  o.host = address;
-  o.make_codec = [f = GetParam()] { return make_codec(f); };
+  o.host = unix_address_of(flag);
+  o.make_codec = [f = framing()] { return make_codec(f); };
+  o.make_transport = client_transport(link());
   std::vector<std::string> heard;
   net::ReconnectingClient client(loop, o, {.on_message = [&](const net::Message& m) {
-                                   heard.push_back(text_of(GetParam(), m.bytes));
+                                   heard.push_back(text_of(framing(), m.bytes));
                                  }});
   client.start();
   ASSERT_TRUE(run_until(loop, [&] { return client.connected(); }, 5s));
-  for (int i = 0; i < 10; ++i) client.send(message(GetParam(), "after " + std::to_string(i)));
+  for (int i = 0; i < 10; ++i) client.send(message(framing(), "after " + std::to_string(i)));
   ASSERT_TRUE(run_until(loop, [&] { return heard.size() == 10; }, 5s)) << heard.size();
   EXPECT_EQ(heard.back(), "after 9");
   client.stop();

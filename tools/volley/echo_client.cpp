@@ -28,6 +28,7 @@
 #include "file_limit.hpp"
 #include "json_output.hpp"
 #include "listening.hpp"
+#include "tls_flags.hpp"
 
 namespace volley::tools {
 namespace {
@@ -36,6 +37,7 @@ namespace asio = boost::asio;
 namespace ssl = asio::ssl;
 
 struct EchoClientOptions {
+  bool shm = false;  // --shm
   EchoProto proto = EchoProto::tcp;
   std::string address = "127.0.0.1";
   std::uint16_t port = 1111;
@@ -112,6 +114,9 @@ int run_echo_client(const EchoClientOptions& o) {
           net::WebSocketRole::client, ws, tls ? net::make_tls_transport(*tls, net::TlsRole::client, o.address) : nullptr);
     };
   }
+  if (o.shm)
+    connection_transport = shm_client_transport(true, o.address,
+                                                tls || uses_websocket(o.proto) ? connection_transport : nullptr);
 
   net::LoopPool loops(std::min(o.threads, o.clients), o.busy_poll);
   // Each written by its client's loop only. Declared after the loops, so it
@@ -240,7 +245,7 @@ Runner add_echo_client_command(CLI::App& app) {
   auto o = std::make_shared<EchoClientOptions>();
   add_proto_option(*cmd, o->proto);
   add_connect_flags(*cmd, o->address, o->port);
-  add_unix_connect_flag(*cmd, o->address);
+  add_unix_connect_flags(*cmd, o->address, o->shm);
   cmd->add_option("-t,--threads", o->threads, "Client loops (threads); clients are spread over them")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();

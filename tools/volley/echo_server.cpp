@@ -186,6 +186,7 @@ int run_echo_server(const EchoServerOptions& o) {
   ws.ws = uses_websocket(o.proto);
   ws.echo_messages = true;
   apply_websocket(server_opts, ws);
+  apply_shm(server_opts, o.listen.shm);
   if (ws.ws)  // the upgrade is part of the handshake, with or without TLS
     server_opts.connection_limits.handshake_timeout =
         std::chrono::milliseconds(static_cast<std::int64_t>(o.tls.handshake_timeout_s * 1000));

@@ -32,6 +32,7 @@ namespace {
 namespace asio = boost::asio;
 
 struct GenOptions {
+  bool shm = false;  // --shm
   std::vector<std::string> specs;
   double seconds = 10;
   std::string host = "127.0.0.1";
@@ -241,8 +242,8 @@ int run_gen(const GenOptions& o) {
 
   const std::size_t threads =
       o.threads ? o.threads : std::min<std::size_t>(o.connections, std::max(1u, std::thread::hardware_concurrency()));
-  const TransportFactory transport =
-      websocket_client_transport(tls_client_transport(o.tls, o.host), o.ws, o.host, o.port, gnb::frame_size);
+  const TransportFactory transport = shm_client_transport(
+      o.shm, o.host, websocket_client_transport(tls_client_transport(o.tls, o.host), o.ws, o.host, o.port, gnb::frame_size));
   net::ConnectionLimits limits;
   limits.handshake_timeout = std::chrono::seconds(5);
   net::LoopPool loops(threads);
@@ -340,7 +341,7 @@ Runner add_gen_options(CLI::App& app) {
   add_duration_option(app, "-t,--duration", o->seconds, "How long to send", 0.001, kMaxRunSeconds);
   add_old_duration_alias(app, "--time", o->seconds, 1.0, 0.001, kMaxRunSeconds);
   add_connect_flags(app, o->host, o->port);
-  add_unix_connect_flag(app, o->host);
+  add_unix_connect_flags(app, o->host, o->shm);
   app.add_option("-c,--connections", o->connections, "Parallel TCP connections")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));

@@ -29,6 +29,9 @@ void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
                  "abstract namespace, no file). A file left by a server that died is replaced; one a live server "
                  "listens on is not")
       ->type_name("PATH");
+  cmd.add_flag("--shm", flags.shm,
+               "With --unix: each client's bytes go through shared memory, two rings it maps with the server (the "
+               "socket carries the set-up, doorbells and the end)");
   cmd.add_option_function<std::string>(
          "--unix-mode",
          [&flags](const std::string& text) {
@@ -99,11 +102,14 @@ std::string unix_address_text(const std::string& path) {
   return path.starts_with('@') ? "unix-abstract:" + path.substr(1) : "unix:" + path;
 }
 
-void add_unix_connect_flag(CLI::App& cmd, std::string& address) {
+void add_unix_connect_flags(CLI::App& cmd, std::string& address, bool& shm) {
   cmd.add_option_function<std::string>(
          "--unix", [&address](const std::string& path) { address = unix_address_text(path); },
          "Connect to this Unix socket instead of --address/--port (@NAME: Linux's abstract namespace)")
       ->type_name("PATH");
+  cmd.add_flag("--shm", shm,
+               "With --unix: exchange the bytes through shared memory, two rings this client maps with the server "
+               "(the socket carries the set-up, doorbells and the end)");
 }
 
 void add_design_flag(CLI::App& cmd, net::Design& design) {

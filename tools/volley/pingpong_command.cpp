@@ -31,6 +31,7 @@ namespace {
 namespace asio = boost::asio;
 
 struct PingPongOptions {
+  bool shm = false;  // --shm
   std::string address = "127.0.0.1";
   std::uint16_t port = 7777;
   int group = 1;
@@ -79,8 +80,9 @@ int run_pingpong(const PingPongOptions& o) {
   const std::size_t clients = o.group == 3 ? o.clients : 1;
   net::LoopPool loops(std::min(o.threads, clients), o.busy_poll);
   const net::SessionOptions session_options = o.session.options();
-  const TransportFactory transport =
-      websocket_client_transport(tls_client_transport(o.tls, o.address), o.ws, o.address, o.port, o.session.frame_size());
+  const TransportFactory transport = shm_client_transport(
+      o.shm, o.address,
+      websocket_client_transport(tls_client_transport(o.tls, o.address), o.ws, o.address, o.port, o.session.frame_size()));
   net::ConnectionLimits limits;
   limits.handshake_timeout = std::chrono::seconds(5);
 
@@ -200,7 +202,7 @@ Runner add_pingpong_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("pingpong", "Checked-frame ping-pong benchmark: round trips by payload size, bursts and QPS against volley pingpong-server");
   auto o = std::make_shared<PingPongOptions>();
   add_connect_flags(*cmd, o->address, o->port);
-  add_unix_connect_flag(*cmd, o->address);
+  add_unix_connect_flags(*cmd, o->address, o->shm);
   cmd->add_option("-g,--group", o->group,
                   "1: one message at a time per payload size; 2: bursts per payload size; 3: several clients bursting")
       ->check(CLI::Range(1, 3))

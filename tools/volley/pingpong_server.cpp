@@ -178,6 +178,7 @@ int run_server(const ServerOptions& o) {
   server_opts.design = o.design;
   apply_tls(server_opts, o.tls);
   apply_websocket(server_opts, o.ws, o.session.frame_size());
+  apply_shm(server_opts, o.listen.shm);
   net::Server server(server_opts);
   std::vector<WorkerTotals> totals(server.threads());
   for (auto& t : totals) t.shared = o.design == net::Design::thread_pool;

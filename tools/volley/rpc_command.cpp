@@ -35,6 +35,7 @@ namespace asio = boost::asio;
 constexpr std::uint32_t kPing = 1, kPong = 2, kRequest = 3, kReply = 4;  // the benchmark's message ids
 
 struct RpcOptions {
+  bool shm = false;  // --shm
   std::string host = "127.0.0.1";
   std::uint16_t port = 32102;
   std::size_t threads = 1;
@@ -67,6 +68,7 @@ int run_server(const RpcOptions& o) {
   server_opts.design = o.design;
   apply_tls(server_opts, o.server_tls);
   apply_websocket(server_opts, o.ws, rpc::frame_size);
+  apply_shm(server_opts, o.listen.shm);
   net::Server server(server_opts);
   std::vector<rpc::RpcServerStats> stats(server.threads());  // one per worker slot
   // In the thread-pool design a slot's sessions run on strands of their own,
@@ -201,8 +203,9 @@ Exchange run_exchange(const RpcOptions& o, const std::string& name, std::uint32_
   asio::io_context loop(1);
   rpc::RpcClient client(loop);
   boost::system::error_code ec;
-  const TransportFactory transport =
-      websocket_client_transport(tls_client_transport(o.client_tls, o.host), o.ws, o.host, o.port, rpc::frame_size);
+  const TransportFactory transport = shm_client_transport(
+      o.shm, o.host,
+      websocket_client_transport(tls_client_transport(o.client_tls, o.host), o.ws, o.host, o.port, rpc::frame_size));
   client.connect(o.host, o.port, std::chrono::seconds(5), transport ? transport() : nullptr, ec);
   if (ec) {
     x.error = "cannot connect to " + endpoint_text(o.host, o.port) + ": " + ec.message();
@@ -316,7 +319,7 @@ Runner add_rpc_commands(CLI::App& app) {
   add_metrics_flag(*server, o->metrics);
   auto* bench = app.add_subcommand("rpc-bench", "Ping-pong and request-reply round trips against volley rpc-server");
   add_connect_flags(*bench, o->host, o->port);
-  add_unix_connect_flag(*bench, o->host);
+  add_unix_connect_flags(*bench, o->host, o->shm);
   bench->add_option("--mode", o->mode, "The exchanges to time: Ping/Pong, Request/Reply or both")
       ->option_text("ping|request|both")
       ->check(CLI::IsMember({"ping", "request", "both"}))

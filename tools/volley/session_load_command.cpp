@@ -40,6 +40,7 @@ namespace {
 namespace asio = boost::asio;
 
 struct LoadOptions {
+  bool shm = false;  // --shm
   std::string host = "127.0.0.1";
   std::uint16_t port = 7777;
   std::size_t connections = 1000;
@@ -186,7 +187,7 @@ int run_load(const LoadOptions& o) {
   const net::SessionOptions session_options = o.session.options();
   const auto late_after = std::chrono::microseconds(o.session.heartbeat_ms * 1250);  // the interval and a quarter
   const std::vector<std::byte> message = make_message(o.session, o.size);
-  const TransportFactory transport = tls_client_transport(o.tls, o.host);
+  const TransportFactory transport = shm_client_transport(o.shm, o.host, tls_client_transport(o.tls, o.host));
   net::LoopPool loops(o.threads);
   std::vector<std::unique_ptr<LoopSessions>> per_loop;
   for (std::size_t i = 0; i < loops.size(); ++i)
@@ -340,7 +341,7 @@ Runner add_session_load_command(CLI::App& app) {
   auto o = std::make_shared<LoadOptions>();
   o->session.heartbeat_ms = 1000;
   add_connect_flags(*cmd, o->host, o->port);
-  add_unix_connect_flag(*cmd, o->host);
+  add_unix_connect_flags(*cmd, o->host, o->shm);
   cmd->add_option("-c,--connections", o->connections, "Sessions to hold open")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));

@@ -113,6 +113,7 @@ int run_target(const TargetOptions& o) {
   server_opts.design = o.design;
   apply_tls(server_opts, o.tls);
   apply_websocket(server_opts, o.ws, gnb::frame_size);
+  apply_shm(server_opts, o.listen.shm);
   net::Server server(server_opts);
   std::vector<TargetStats> stats(server.threads());
   for (auto& st : stats) st.shared = o.design == net::Design::thread_pool;

@@ -7,7 +7,9 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <volley/net/shm.hpp>
 #include <volley/net/tls.hpp>
+#include <volley/net/unix_socket.hpp>
 #include <volley/net/websocket.hpp>
 
 namespace volley::tools {
@@ -38,6 +40,28 @@ void apply_tls(net::ServerOptions& options, const TlsServerFlags& flags) {
   options.transport = [context] { return net::make_tls_transport(*context, net::TlsRole::server); };
   options.connection_limits.handshake_timeout =
       std::chrono::milliseconds(static_cast<std::int64_t>(flags.handshake_timeout_s * 1000));
+}
+
+namespace {
+
+void check_shm(const std::string& address, bool other_transport) {
+  if (!net::parse_unix_address(address))
+    throw std::runtime_error("--shm needs --unix: the shared memory is set up over a Unix socket");
+  if (other_transport) throw std::runtime_error("--shm moves the bytes itself: not with --tls or --ws");
+}
+
+}  // namespace
+
+TransportFactory shm_client_transport(bool shm, const std::string& address, TransportFactory other) {
+  if (!shm) return other;
+  check_shm(address, static_cast<bool>(other));
+  return [] { return net::make_shm_transport(net::ShmRole::client); };
+}
+
+void apply_shm(net::ServerOptions& options, bool shm) {
+  if (!shm) return;
+  check_shm(options.bind, static_cast<bool>(options.transport));
+  options.transport = [] { return net::make_shm_transport(net::ShmRole::server); };
 }
 
 void add_tls_client_flags(CLI::App& cmd, TlsClientFlags& flags) {

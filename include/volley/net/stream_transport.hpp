@@ -1,6 +1,7 @@
 #pragma once
 // What a TcpConnection reads and writes through when the bytes on the socket
-// are not the application's own: TLS today. Every call is non-blocking on the
+// are not the application's own (TLS, WebSocket), or are not on the socket at
+// all (shared memory, whose socket carries the set-up and the doorbells). Every call is non-blocking on the
 // connection's socket; one that cannot go on says which readiness it waits
 // for, and the connection waits for it on its loop. A connection without a
 // transport reads and writes the socket directly (no virtual call, no copy).
@@ -17,7 +18,8 @@ namespace volley::net {
 
 class StreamTransport {
  public:
-  enum class Wait { none, read, write };
+  // own_descriptor: readability of the transport's own_descriptor().
+  enum class Wait { none, read, write, own_descriptor };
 
   virtual ~StreamTransport() = default;
 
@@ -44,6 +46,14 @@ class StreamTransport {
   // already seen): the connection must read again without waiting, since no
   // new readiness will announce it.
   virtual bool has_buffered_input() const = 0;
+  // Before the connection sleeps until the socket is readable (not when a
+  // busy-polling loop spins on it): a transport whose input raises no
+  // readiness by itself (shared memory) asks its peer to ring the socket.
+  // False when input came meanwhile: the connection reads again instead.
+  virtual bool prepare_to_wait() { return true; }
+  // A descriptor of the transport's own that a write blocked with
+  // Wait::own_descriptor waits on (shared memory's room doorbell); -1 if none.
+  virtual int own_descriptor() const { return -1; }
   // The transport's last receive from the socket left it empty, as the kernel
   // said (EAGAIN, or TCP_INQ's count of 0, which counts a pending end as 1):
   // anything new raises a new epoll edge, so the connection may wait for that

@@ -14,6 +14,7 @@
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <volley/net/detail/write_queue.hpp>
@@ -283,6 +284,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   CloseReason::Kind close_kind_ = CloseReason::Kind::local_close;
   std::function<void(TcpConnection&)> close_observer_;
   std::function<void(TcpConnection&)> handshake_observer_;
+  // Where a write blocked on the transport's own descriptor waits (shared memory's room doorbell).
+  std::unique_ptr<boost::asio::posix::stream_descriptor> own_wait_;
   // How this connection learns of input and reads it (connection_input.hpp).
   // Last: it refers to socket_ and transport_.
   std::unique_ptr<detail::ConnectionInput> input_;

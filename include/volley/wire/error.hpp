@@ -14,6 +14,7 @@ enum class Errc {
   bad_checksum,            // checked frame: the payload's XOR does not match
   length_below_header,     // checked frame: a total length under the 5-byte header
   length_mismatch,         // an outgoing frame whose length field disagrees with its size
+  corrupt_ring,            // shared memory: a peer's index or header that no honest peer writes
 };
 
 const std::error_category& wire_category() noexcept;

@@ -66,8 +66,8 @@ class SpinInput final : public ConnectionInput {
 class TransportInput final : public ConnectionInput {
  public:
   TransportInput(asio::ip::tcp::socket& socket, StreamTransport& transport, std::unique_ptr<ConnectionInput> socket_input,
-                 std::unique_ptr<ConnectionInput> edge)
-      : socket_(socket), transport_(transport), socket_input_(std::move(socket_input)), edge_(std::move(edge)) {}
+                 std::unique_ptr<ConnectionInput> edge, SpinReaders* spin)
+      : socket_(socket), transport_(transport), socket_input_(std::move(socket_input)), edge_(std::move(edge)), spin_(spin) {}
 
   Kind kind() const noexcept override { return edge_ ? Kind::edge : socket_input_->kind(); }
   void wait(std::shared_ptr<TcpConnection> connection) override {
@@ -84,7 +84,10 @@ class TransportInput final : public ConnectionInput {
     // The transport ended its turn with input left (or holds the end): read
     // on after the loop's other work. Blocked on a read, what it holds is
     // not enough to go on with (part of a TLS record): wait for more.
-    if (blocked == StreamTransport::Wait::none && transport_.has_buffered_input()) {
+    // A transport whose input raises no readiness by itself asks for a
+    // doorbell before the loop sleeps (a spinning loop looks without one).
+    if ((blocked == StreamTransport::Wait::none && transport_.has_buffered_input()) ||
+        ((spin_ == nullptr || !spin_->has_room()) && !transport_.prepare_to_wait())) {
       asio::post(socket_.get_executor(), [connection = std::move(connection)] { ready(*connection, {}); });
       return;
     }
@@ -110,6 +113,7 @@ class TransportInput final : public ConnectionInput {
   StreamTransport& transport_;
   std::unique_ptr<ConnectionInput> socket_input_;
   std::unique_ptr<ConnectionInput> edge_;
+  SpinReaders* spin_;  // the loop's spinning readers, or null
   bool last_read_blocked_ = false;
 };
 
@@ -134,8 +138,8 @@ std::unique_ptr<ConnectionInput> ConnectionInput::make_for(asio::ip::tcp::socket
     std::unique_ptr<ConnectionInput> readiness = make_reactor_input(socket);
     if (SpinReaders* const spin = SpinReaders::of(socket.get_executor()))
       return std::make_unique<TransportInput>(socket, *transport, std::make_unique<SpinInput>(*spin, std::move(readiness)),
-                                              nullptr);
-    return std::make_unique<TransportInput>(socket, *transport, std::move(readiness), make_edge_input(socket));
+                                              nullptr, spin);
+    return std::make_unique<TransportInput>(socket, *transport, std::move(readiness), make_edge_input(socket), nullptr);
   }
   // The ring's completions are the input: nothing to spin on.
   if (auto ring = UringRead::make_for(socket)) return ring;

@@ -1,6 +1,9 @@
 #include <volley/net/tcp_connection.hpp>
 
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <optional>
 
@@ -95,6 +98,21 @@ void TcpConnection::continue_handshake() {
 }
 
 void TcpConnection::wait_then(StreamTransport::Wait wait, std::function<void(const boost::system::error_code&)> then) {
+  if (wait == StreamTransport::Wait::own_descriptor) {
+    if (!own_wait_) {
+      // A copy of the descriptor: the transport keeps its own, and this one
+      // closes (without a cancel, as the socket does) when the connection ends.
+      const int fd = ::dup(transport_->own_descriptor());
+      if (fd < 0) {
+        const boost::system::error_code ec(errno, boost::system::system_category());
+        asio::post(socket_.get_executor(), [then = std::move(then), ec] { then(ec); });
+        return;
+      }
+      own_wait_ = std::make_unique<asio::posix::stream_descriptor>(socket_.get_executor(), fd);
+    }
+    own_wait_->async_wait(asio::posix::descriptor_base::wait_read, std::move(then));
+    return;
+  }
   socket_.async_wait(wait == StreamTransport::Wait::read ? asio::socket_base::wait_read : asio::socket_base::wait_write,
                      std::move(then));
 }
@@ -367,8 +385,10 @@ void TcpConnection::write_rest(std::size_t already) {
     return;
   }
   // Through a transport: wait for what it asked for, write again, until all is taken.
-  const auto wait = transport_->blocked_on() == StreamTransport::Wait::read ? StreamTransport::Wait::read
-                                                                             : StreamTransport::Wait::write;
+  const StreamTransport::Wait blocked = transport_->blocked_on();
+  const auto wait = blocked == StreamTransport::Wait::read || blocked == StreamTransport::Wait::own_descriptor
+                        ? blocked
+                        : StreamTransport::Wait::write;
   wait_then(wait, [self = shared_from_this(), already](const boost::system::error_code& wec) {
     if (self->state_ == State::closed) return;
     if (wec) return self->on_write(wec, already);
@@ -495,6 +515,7 @@ void TcpConnection::finish(CloseReason reason) {
   idle_timer_.cancel();
   input_->stop();  // before the close: an io_uring receive holds the socket open until cancelled
   close_without_cancel(socket_);  // on io_uring, a close that cancels nothing
+  if (own_wait_) close_without_cancel(*own_wait_);
   reason.unsent_bytes = queue_.queued_bytes();
   queue_.clear();
   handler_->on_close(*this, reason);

@@ -18,6 +18,7 @@ class WireCategory final : public std::error_category {
       case Errc::bad_checksum: return "bad checksum";
       case Errc::length_below_header: return "length below the header size";
       case Errc::length_mismatch: return "length field disagrees with the frame's size";
+      case Errc::corrupt_ring: return "shared-memory ring corrupt (an index or header no honest peer writes)";
     }
     return "unknown wire error";
   }
