@@ -7,7 +7,10 @@ Volley's connection) pinned to CLIENT_CPU, 32-byte messages, one client:
 - pipelined: 1000 messages in flight; messages per second, and the server's
   CPU time per message (user + system from wait4, over the messages echoed);
 - sleeping: one message at a time, the loops sleeping in the kernel between
-  messages (shared memory: an eventual doorbell on the socket); p50 and p99;
+  messages (shared memory with --shm-spin 0: every message a doorbell on the
+  socket and a wake-up); p50 and p99;
+- spin-then-sleep (shared memory only): the same with the default --shm-spin
+  (10 us of looking before a side sleeps);
 - busy: one at a time, both sides busy-polling (--busy-poll).
 Baselines, same CPUs: bench/raw/raw_shm_pingpong (two processes, a ring each
 way, spinning) for the busy rows; bench/raw/raw_pingpong (blocking TCP) for
@@ -34,8 +37,9 @@ def volley(args, link, mode, sock):
     client = [f"{args.bindir}/volley", "echo-client", "-c", "1", "-t", "1", "-s", str(SIZE), "-z", f"{args.seconds}s",
               "--on-connection", "--json", "--no-progress"]
     if link == "shm":
-        server.append("--shm")
-        client.append("--shm")
+        spin = ["--shm-spin", "0"] if mode == "sleeping" else []
+        server += ["--shm"] + spin
+        client += ["--shm"] + spin
     if mode != "pipelined":
         client.append("--rtt")
     if mode == "busy":
@@ -84,6 +88,7 @@ def main():
         for mode in ("pipelined", "sleeping", "busy"):
             for link in LINKS:
                 add((mode, link), volley(args, link, mode, sock))
+        add(("spin-then-sleep", "shm"), volley(args, "shm", "spin-then-sleep", sock))
         add(("busy", "raw shm"), raw_shm(args))
         raw = raw_pingpong(args.bindir, args.server_cpu, args.client_cpu, args.seconds, SIZE, SIZE)
         add(("sleeping", "raw tcp"), {"p50_us": raw["p50_us"], "p99_us": raw["p99_us"]})
@@ -105,9 +110,12 @@ def main():
         table[f"{mode}.{key}"] = v
         print(f"| {label} | {' | '.join(fmt.format(v[l]) for l in LINKS)} | {v['unix'] / v['tcp']:.2f} | "
               f"{v['shm'] / v['tcp']:.2f} |")
+    table["spin-then-sleep"] = {k: med("spin-then-sleep", "shm", k) for k in ("p50_us", "p99_us")}
+    print(f"\nshared memory, spin-then-sleep (--shm-spin 10us): round trip p50 "
+          f"{table['spin-then-sleep']['p50_us']:.2f} us, p99 {table['spin-then-sleep']['p99_us']:.2f} us")
     raw_tcp = med("sleeping", "raw tcp", "p50_us")
     raw_shm_p50 = med("busy", "raw shm", "p50_us")
-    print(f"\nraw blocking TCP ping-pong p50: {raw_tcp:.1f} us (Volley shm, sleeping: "
+    print(f"raw blocking TCP ping-pong p50: {raw_tcp:.1f} us (Volley shm, sleeping: "
           f"{table['sleeping.p50_us']['shm']:.1f} us)")
     print(f"raw shared-memory ping-pong p50: {raw_shm_p50 * 1e3:.0f} ns (Volley shm, busy: "
           f"{table['busy.p50_us']['shm'] * 1e3:.0f} ns, {table['busy.p50_us']['shm'] / raw_shm_p50:.2f}x)")

@@ -112,9 +112,16 @@ TEST(ShmRing, AnImpossiblePeerIndexIsCorruptAndNothingIsReadOrWritten) {
   }
   *control.write_index = 0;
 
+  // The writer looks at the reader's index when the room it knows of is not
+  // enough: here, once the ring is full.
   ShmRingWriter writer(region.ring(1), kCapacity);
   ShmRingControl other(region.ring(1));
-  *other.read_index = 5;  // read bytes never written
+  const std::string full(kCapacity, 'f');
+  ASSERT_EQ(writer.write(bytes_of(full), ec), kCapacity);
+  *other.read_index = kCapacity + 5;  // read bytes never written
+  EXPECT_EQ(writer.write(bytes_of("hello"), ec), 0u);
+  EXPECT_EQ(ec, Errc::corrupt_ring);
+  *other.read_index = ~std::uint64_t{0};  // gone back
   EXPECT_EQ(writer.write(bytes_of("hello"), ec), 0u);
   EXPECT_EQ(ec, Errc::corrupt_ring);
 }

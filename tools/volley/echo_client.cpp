@@ -37,7 +37,7 @@ namespace asio = boost::asio;
 namespace ssl = asio::ssl;
 
 struct EchoClientOptions {
-  bool shm = false;  // --shm
+  ShmFlags shm{};  // --shm, --shm-spin
   EchoProto proto = EchoProto::tcp;
   std::string address = "127.0.0.1";
   std::uint16_t port = 1111;
@@ -114,8 +114,8 @@ int run_echo_client(const EchoClientOptions& o) {
           net::WebSocketRole::client, ws, tls ? net::make_tls_transport(*tls, net::TlsRole::client, o.address) : nullptr);
     };
   }
-  if (o.shm)
-    connection_transport = shm_client_transport(true, o.address,
+  if (o.shm.on)
+    connection_transport = shm_client_transport(o.shm, o.address,
                                                 tls || uses_websocket(o.proto) ? connection_transport : nullptr);
 
   net::LoopPool loops(std::min(o.threads, o.clients), o.busy_poll);

@@ -32,7 +32,7 @@ namespace {
 namespace asio = boost::asio;
 
 struct GenOptions {
-  bool shm = false;  // --shm
+  ShmFlags shm{};  // --shm, --shm-spin
   std::vector<std::string> specs;
   double seconds = 10;
   std::string host = "127.0.0.1";

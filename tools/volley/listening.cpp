@@ -13,6 +13,18 @@
 
 namespace volley::tools {
 
+namespace {
+
+void add_shm_spin_flag(CLI::App& cmd, ShmFlags& shm) {
+  add_duration_option(cmd, "--shm-spin", shm.spin_s,
+                      "With --shm, on loops that sleep: how long a side that found nothing to read keeps looking "
+                      "before it asks for a doorbell and sleeps (a stream whose next bytes come sooner makes no "
+                      "system call; an idle connection spends this much CPU once per silence; 0: sleep at once)",
+                      0.0, 1.0);
+}
+
+}  // namespace
+
 void add_bind_flags(CLI::App& cmd, std::string& bind, std::uint16_t& port, const std::string& what) {
   cmd.add_option("-b,--bind", bind, "Address " + what + " (0.0.0.0: every IPv4 interface, :: every one)")
       ->type_name("ADDRESS")
@@ -29,9 +41,10 @@ void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
                  "abstract namespace, no file). A file left by a server that died is replaced; one a live server "
                  "listens on is not")
       ->type_name("PATH");
-  cmd.add_flag("--shm", flags.shm,
+  cmd.add_flag("--shm", flags.shm.on,
                "With --unix: each client's bytes go through shared memory, two rings it maps with the server (the "
                "socket carries the set-up, doorbells and the end)");
+  add_shm_spin_flag(cmd, flags.shm);
   cmd.add_option_function<std::string>(
          "--unix-mode",
          [&flags](const std::string& text) {
@@ -102,14 +115,16 @@ std::string unix_address_text(const std::string& path) {
   return path.starts_with('@') ? "unix-abstract:" + path.substr(1) : "unix:" + path;
 }
 
-void add_unix_connect_flags(CLI::App& cmd, std::string& address, bool& shm) {
+
+void add_unix_connect_flags(CLI::App& cmd, std::string& address, ShmFlags& shm) {
   cmd.add_option_function<std::string>(
          "--unix", [&address](const std::string& path) { address = unix_address_text(path); },
          "Connect to this Unix socket instead of --address/--port (@NAME: Linux's abstract namespace)")
       ->type_name("PATH");
-  cmd.add_flag("--shm", shm,
+  cmd.add_flag("--shm", shm.on,
                "With --unix: exchange the bytes through shared memory, two rings this client maps with the server "
                "(the socket carries the set-up, doorbells and the end)");
+  add_shm_spin_flag(cmd, shm);
 }
 
 void add_design_flag(CLI::App& cmd, net::Design& design) {

@@ -9,6 +9,8 @@
 
 #include <volley/net/server.hpp>
 
+#include "tls_flags.hpp"
+
 namespace CLI {
 class App;
 }
@@ -33,7 +35,7 @@ struct ListenFlags {
   net::ReceivePath receive = net::ReceivePath::reactor;  // --io
   std::string unix_path{};  // --unix: listen on this Unix socket instead ("@NAME": abstract)
   int unix_mode = -1;     // --unix-mode
-  bool shm = false;       // --shm: the connections' bytes go through shared memory (tls_flags.hpp: apply_shm)
+  ShmFlags shm{};         // --shm, --shm-spin: the connections' bytes through shared memory (apply_shm)
 };
 
 // Adds -b/--bind, -p/--port, --unix, --unix-mode, --port-file,
@@ -55,7 +57,7 @@ std::string unix_address_text(const std::string& path);
 // Adds --unix PATH to a client program: it connects to that Unix socket
 // instead of --address/--port (`address` becomes its unix_socket.hpp address);
 // and --shm, the bytes through shared memory set up over it (shm_client_transport).
-void add_unix_connect_flags(CLI::App& cmd, std::string& address, bool& shm);
+void add_unix_connect_flags(CLI::App& cmd, std::string& address, ShmFlags& shm);
 
 // Adds --design loop-per-thread|thread-pool (net::LoopPool says what each is).
 void add_design_flag(CLI::App& cmd, net::Design& design);

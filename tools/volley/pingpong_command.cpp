@@ -31,7 +31,7 @@ namespace {
 namespace asio = boost::asio;
 
 struct PingPongOptions {
-  bool shm = false;  // --shm
+  ShmFlags shm{};  // --shm, --shm-spin
   std::string address = "127.0.0.1";
   std::uint16_t port = 7777;
   int group = 1;

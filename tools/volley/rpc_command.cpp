@@ -35,7 +35,7 @@ namespace asio = boost::asio;
 constexpr std::uint32_t kPing = 1, kPong = 2, kRequest = 3, kReply = 4;  // the benchmark's message ids
 
 struct RpcOptions {
-  bool shm = false;  // --shm
+  ShmFlags shm{};  // --shm, --shm-spin
   std::string host = "127.0.0.1";
   std::uint16_t port = 32102;
   std::size_t threads = 1;

@@ -40,7 +40,7 @@ namespace {
 namespace asio = boost::asio;
 
 struct LoadOptions {
-  bool shm = false;  // --shm
+  ShmFlags shm{};  // --shm, --shm-spin
   std::string host = "127.0.0.1";
   std::uint16_t port = 7777;
   std::size_t connections = 1000;

@@ -50,18 +50,24 @@ void check_shm(const std::string& address, bool other_transport) {
   if (other_transport) throw std::runtime_error("--shm moves the bytes itself: not with --tls or --ws");
 }
 
-}  // namespace
-
-TransportFactory shm_client_transport(bool shm, const std::string& address, TransportFactory other) {
-  if (!shm) return other;
-  check_shm(address, static_cast<bool>(other));
-  return [] { return net::make_shm_transport(net::ShmRole::client); };
+net::ShmOptions shm_options(const ShmFlags& flags) {
+  net::ShmOptions options;
+  options.spin_before_sleep = std::chrono::nanoseconds(static_cast<std::int64_t>(flags.spin_s * 1e9));
+  return options;
 }
 
-void apply_shm(net::ServerOptions& options, bool shm) {
-  if (!shm) return;
+}  // namespace
+
+TransportFactory shm_client_transport(const ShmFlags& shm, const std::string& address, TransportFactory other) {
+  if (!shm.on) return other;
+  check_shm(address, static_cast<bool>(other));
+  return [options = shm_options(shm)] { return net::make_shm_transport(net::ShmRole::client, options); };
+}
+
+void apply_shm(net::ServerOptions& options, const ShmFlags& shm) {
+  if (!shm.on) return;
   check_shm(options.bind, static_cast<bool>(options.transport));
-  options.transport = [] { return net::make_shm_transport(net::ShmRole::server); };
+  options.transport = [o = shm_options(shm)] { return net::make_shm_transport(net::ShmRole::server, o); };
 }
 
 void add_tls_client_flags(CLI::App& cmd, TlsClientFlags& flags) {

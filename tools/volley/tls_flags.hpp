@@ -71,13 +71,18 @@ void apply_websocket(net::ServerOptions& options, const WebSocketFlags& flags, F
 // With --ws: client transports that upgrade to WebSocket (over `tls`, if set).
 TransportFactory websocket_client_transport(TransportFactory tls, const WebSocketFlags& flags,
                                             const std::string& host, std::uint16_t port, FrameSize frame_size = {});
-// With --shm (`shm`): client transports that move the bytes through shared
-// memory (net/shm.hpp) on the --unix socket `address`. Throws
-// std::runtime_error without --unix, or with another transport (`other`: --tls, --ws).
-TransportFactory shm_client_transport(bool shm, const std::string& address, TransportFactory other);
+// --shm and --shm-spin (listening.hpp adds them).
+struct ShmFlags {
+  bool on = false;
+  double spin_s = 10e-6;  // net::ShmOptions::spin_before_sleep
+};
+// With --shm: client transports that move the bytes through shared memory
+// (net/shm.hpp) on the --unix socket `address`. Throws std::runtime_error
+// without --unix, or with another transport (`other`: --tls, --ws).
+TransportFactory shm_client_transport(const ShmFlags& shm, const std::string& address, TransportFactory other);
 // The same for a server: with --shm, `options` serve shared memory on their
 // Unix socket (throws as above).
-void apply_shm(net::ServerOptions& options, bool shm);
+void apply_shm(net::ServerOptions& options, const ShmFlags& shm);
 
 // The listening line's protocol: tcp, tls, ws or wss.
 std::string listening_proto(bool tls, const WebSocketFlags& flags);

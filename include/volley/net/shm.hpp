@@ -24,6 +24,7 @@
 //   reads as the end of the stream once the ring is empty.
 // - The peer is untrusted memory: every index is checked (corrupt_ring ends
 //   the connection), and bytes are copied out of the ring before anyone parses them.
+#include <chrono>
 #include <cstddef>
 #include <memory>
 
@@ -37,6 +38,11 @@ struct ShmOptions {
   // Each ring's size, the client's choice (a power of two, 4 KiB to 1 GiB):
   // what one side may have written and the other not yet read.
   std::size_t ring_bytes = 1 << 20;
+  // On a loop that sleeps: how long a reader that found its ring empty keeps
+  // looking before it asks for a doorbell and sleeps. A stream whose next
+  // bytes come sooner makes no system call at all (no doorbell, no wake-up);
+  // an idle connection costs this much CPU once per silence. 0: sleep at once.
+  std::chrono::nanoseconds spin_before_sleep = std::chrono::microseconds(10);
 };
 
 std::unique_ptr<StreamTransport> make_shm_transport(ShmRole role, ShmOptions options = {});

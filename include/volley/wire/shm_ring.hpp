@@ -89,11 +89,13 @@ class ShmRingWriter {
   std::size_t capacity() const noexcept { return capacity_; }
 
  private:
-  std::size_t room(std::error_code& ec) const;
+  // Looks at the reader's index (checked), and notes it.
+  std::size_t room(std::error_code& ec);
 
   std::byte* data_ = nullptr;
   std::size_t capacity_ = 0;
-  std::uint64_t written_ = 0;  // ours, kept here: what the ring says is only published
+  std::uint64_t written_ = 0;     // ours, kept here: what the ring says is only published
+  std::uint64_t known_read_ = 0;  // the reader's index when last looked at (checked then)
   ShmRingControl control_;
 };
 

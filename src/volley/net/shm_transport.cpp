@@ -188,6 +188,7 @@ class ShmTransport final : public StreamTransport {
   bool prepare_to_wait() override {
     if (step_ != Step::open) return true;
     std::error_code ec;
+    if (bytes_within(options_.spin_before_sleep)) return false;
     if (!reader_.ask_for_doorbell(ec)) return false;  // bytes (or the end, or a corrupt ring) came meanwhile
     asked_for_doorbell_ = true;
     return true;
@@ -335,6 +336,19 @@ class ShmTransport final : public StreamTransport {
     reader_ = wire::ShmRingReader(shm::ring_of(region, capacity_, 1 - mine), capacity_);
     step_ = Step::open;
     return Wait::none;
+  }
+
+  // Looks at the ring for up to `spin`: true as soon as bytes (or the end,
+  // or a corrupt index) are there to read.
+  bool bytes_within(std::chrono::nanoseconds spin) const {
+    if (spin.count() <= 0) return false;
+    const auto until = std::chrono::steady_clock::now() + spin;
+    std::error_code ec;
+    do {
+      for (int i = 0; i < 64; ++i)
+        if (reader_.readable(ec) > 0 || ec || reader_.writer_closed()) return true;
+    } while (std::chrono::steady_clock::now() < until);
+    return false;
   }
 
   // Takes the doorbells waiting on the socket, and notes its end.

@@ -56,6 +56,8 @@ class SpinReaders : public boost::asio::execution_context::service {
   // Takes `connection` (moved from) as waiting for input; false when full,
   // leaving it as it was (it then waits on the reactor).
   bool wait(std::shared_ptr<TcpConnection>& connection);
+  // Connections wait here (spin() has work).
+  bool spinning() const noexcept { return !waiting_.empty(); }
   // Whether wait() would take one more.
   bool has_room() const noexcept { return waiting_.size() < kMaxConnections; }
   // Reads the waiting connections' sockets, up to kReadsPerPoll reads in all

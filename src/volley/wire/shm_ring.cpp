@@ -82,19 +82,25 @@ ShmRingControl::ShmRingControl(std::span<std::byte> ring)
 ShmRingWriter::ShmRingWriter(std::span<std::byte> ring, std::size_t capacity)
     : data_(ring.data() + shm::kRingControlSize), capacity_(capacity), control_(ring) {}
 
-std::size_t ShmRingWriter::room(std::error_code& ec) const {
+std::size_t ShmRingWriter::room(std::error_code& ec) {
   const std::uint64_t read = load(control_.read_index, std::memory_order_seq_cst);  // ask_for_room()'s other half
   const std::uint64_t used = written_ - read;
   if (used > capacity_) {  // the reader claims bytes never written
     ec = Errc::corrupt_ring;
     return 0;
   }
+  known_read_ = read;
   return capacity_ - static_cast<std::size_t>(used);
 }
 
 std::size_t ShmRingWriter::write(std::span<const std::byte> bytes, std::error_code& ec) {
   ec.clear();
-  const std::size_t n = std::min(bytes.size(), room(ec));
+  // The room the last look at the reader's index showed is still there (the
+  // reader only frees more): the reader's cache line is fetched again only
+  // when that is not enough.
+  std::size_t free = capacity_ - static_cast<std::size_t>(written_ - known_read_);
+  if (free < bytes.size()) free = room(ec);
+  const std::size_t n = std::min(bytes.size(), free);
   if (ec || n == 0) return 0;
   const std::size_t at = static_cast<std::size_t>(written_) & (capacity_ - 1);
   const std::size_t first = std::min(n, capacity_ - at);
