@@ -66,11 +66,11 @@ struct Record {
 // turn (as a handler that waits for something else would). `silent`: reads
 // and answers nothing (a write would meet a reset and end the connection
 // whether or not the read path saw it).
-class Echo final : public net::StreamHandler {
+class InputEcho final : public net::StreamHandler {
  public:
   static constexpr std::size_t kBuffer = 4096;
   enum class Style { plain, slow, pausing, silent };
-  Echo(Record& record, Style style) : record_(record), style_(style) {}
+  InputEcho(Record& record, Style style) : record_(record), style_(style) {}
 
   std::span<std::byte> read_buffer() override {
     return style_ == Style::pausing ? std::span(buffer_).first(100) : std::span(buffer_);
@@ -131,12 +131,12 @@ class ConnectionInputs : public ::testing::TestWithParam<Input::Kind> {
     for (const Input::Kind kind : record_.kinds) EXPECT_EQ(kind, GetParam()) << net::detail::to_string(kind);
   }
 
-  net::Server& serve(Echo::Style style, net::ServerOptions options) {
+  net::Server& serve(InputEcho::Style style, net::ServerOptions options) {
     server_ = std::make_unique<net::Server>(options);
-    server_->listen([this, style](std::size_t) { return std::make_unique<Echo>(record_, style); });
+    server_->listen([this, style](std::size_t) { return std::make_unique<InputEcho>(record_, style); });
     return *server_;
   }
-  net::Server& serve(Echo::Style style) { return serve(style, offering(GetParam())); }
+  net::Server& serve(InputEcho::Style style) { return serve(style, offering(GetParam())); }
 
   Record record_;
   std::unique_ptr<net::Server> server_;
@@ -159,14 +159,14 @@ void hold(asio::io_context& loop, std::chrono::milliseconds how_long) {
 // More clients than a busy-polling loop spins for, so some of them wait the
 // other way; pieces of every size up to three read buffers.
 TEST_P(ConnectionInputs, EveryByteComesBackInOrderOnEveryConnection) {
-  net::Server& server = serve(Echo::Style::plain);
+  net::Server& server = serve(InputEcho::Style::plain);
   constexpr std::size_t kClients = net::detail::SpinReaders::kMaxConnections + 4;
   constexpr std::size_t kBytes = 200'000;
   std::vector<std::size_t> echoed;
   {
     ServerThread running(server);
     echoed = echo_from_clients(server.port(), kClients, kBytes,
-                               [](std::size_t i) { return 100 + (i * 997) % (3 * Echo::kBuffer); });
+                               [](std::size_t i) { return 100 + (i * 997) % (3 * InputEcho::kBuffer); });
   }
   for (std::size_t i = 0; i < kClients; ++i) EXPECT_EQ(echoed[i], kBytes) << "client " << i;
   expect_every_connection_used_it(kClients);
@@ -176,7 +176,7 @@ TEST_P(ConnectionInputs, EveryByteComesBackInOrderOnEveryConnection) {
 // the second lands after the read that emptied the socket and before (or just
 // as) the wait is queued. A wait that misses it leaves the client's read short.
 TEST_P(ConnectionInputs, InputThatArrivesWhileAReadIsHandledIsNeverMissed) {
-  net::Server& server = serve(Echo::Style::slow);
+  net::Server& server = serve(InputEcho::Style::slow);
   constexpr std::size_t kRounds = 300;
   std::size_t echoed = 0;
   std::size_t sent = 0;
@@ -184,9 +184,9 @@ TEST_P(ConnectionInputs, InputThatArrivesWhileAReadIsHandledIsNeverMissed) {
     ServerThread running(server);
     RawClient socket(server.port());
     std::mt19937 random(7);
-    std::uniform_int_distribution<std::size_t> size(1, 3 * Echo::kBuffer);
+    std::uniform_int_distribution<std::size_t> size(1, 3 * InputEcho::kBuffer);
     for (std::size_t r = 0; r < kRounds && echoed == sent; ++r) {
-      const std::size_t first = r % 5 == 0 ? Echo::kBuffer : size(random);
+      const std::size_t first = r % 5 == 0 ? InputEcho::kBuffer : size(random);
       const std::size_t second = r % 5 == 0 ? 1 : size(random);
       const std::vector<std::byte> out = patterned(0, sent, first + second);
       socket.send(std::span(out).first(first));
@@ -229,7 +229,7 @@ void bytes_then_the_end(net::Server& server, Record& record, bool reset, net::Cl
 }
 
 TEST_P(ConnectionInputs, BytesAndTheEndThatArriveTogetherAreBothSeen) {
-  net::Server& server = serve(Echo::Style::plain);
+  net::Server& server = serve(InputEcho::Style::plain);
   ServerThread running(server);
   bytes_then_the_end(server, record_, false, net::CloseReason::Kind::peer_closed);
 }
@@ -237,7 +237,7 @@ TEST_P(ConnectionInputs, BytesAndTheEndThatArriveTogetherAreBothSeen) {
 // With a reset, to a server that never writes: only the read path can see it,
 // as an error, not an orderly end.
 TEST_P(ConnectionInputs, BytesAndAResetThatArriveTogetherAreBothSeen) {
-  net::Server& server = serve(Echo::Style::silent);
+  net::Server& server = serve(InputEcho::Style::silent);
   ServerThread running(server);
   bytes_then_the_end(server, record_, true, net::CloseReason::Kind::io_error);
 }
@@ -248,7 +248,7 @@ TEST_P(ConnectionInputs, ReadingStopsAtHighWaterAndResumesWithEveryByteInOrder) 
   net::ServerOptions options = offering(GetParam());
   options.connection_limits.high_water = 256 * 1024;
   options.connection_limits.low_water = 64 * 1024;
-  net::Server& server = serve(Echo::Style::plain, options);
+  net::Server& server = serve(InputEcho::Style::plain, options);
   constexpr std::size_t kBytes = 16u << 20;
   std::size_t intact = 0;
   {
@@ -262,7 +262,7 @@ TEST_P(ConnectionInputs, ReadingStopsAtHighWaterAndResumesWithEveryByteInOrder) 
 // Reading paused after every read of 100 bytes and resumed on the loop's
 // next turn: what the input holds meanwhile is read when it resumes.
 TEST_P(ConnectionInputs, APausedConnectionReadsWhatCameWhenItResumes) {
-  net::Server& server = serve(Echo::Style::pausing);
+  net::Server& server = serve(InputEcho::Style::pausing);
   constexpr std::size_t kBytes = 200'000;
   std::size_t echoed = 0;
   {
@@ -276,7 +276,7 @@ TEST_P(ConnectionInputs, APausedConnectionReadsWhatCameWhenItResumes) {
 
 // Connections that wait for input, however they wait, are closed by a stop.
 TEST_P(ConnectionInputs, AStopClosesConnectionsThatWaitForInput) {
-  net::Server& server = serve(Echo::Style::plain);
+  net::Server& server = serve(InputEcho::Style::plain);
   constexpr std::size_t kClients = 12;
   std::vector<std::unique_ptr<RawClient>> clients;
   auto running = std::make_unique<ServerThread>(server);

@@ -25,9 +25,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class Echo final : public net::SessionEvents {
+class PoolEcho final : public net::SessionEvents {
  public:
-  Echo(std::atomic<std::uint64_t>& messages, std::atomic<int>& open) : messages_(messages), open_(open) {}
+  PoolEcho(std::atomic<std::uint64_t>& messages, std::atomic<int>& open) : messages_(messages), open_(open) {}
   void on_open(net::Session&) override { open_.fetch_add(1); }
   void on_message(net::Session& s, const net::Message& message) override {
     messages_.fetch_add(1, std::memory_order_relaxed);
@@ -88,7 +88,7 @@ TEST(ThreadPoolDesign, SessionsWithHeartbeatTimersEchoEveryMessageOfManyClientsI
   session.heartbeat_misses = 2000;   // raw clients send none: never call them silent here
   server.listen([&](std::size_t) {
     return std::make_unique<net::Session>(net::make_checked_codec(1024), session,
-                                          std::make_unique<Echo>(messages, open));
+                                          std::make_unique<PoolEcho>(messages, open));
   });
   ASSERT_EQ(server.workers().design(), net::Design::thread_pool);
   ServerThread running(server);
@@ -114,7 +114,7 @@ TEST(ThreadPoolDesign, AStopClosesEveryOpenConnection) {
   quiet.heartbeat_interval = std::chrono::milliseconds(0);  // the clients' only input is the end of stream
   server.listen([&](std::size_t) {
     return std::make_unique<net::Session>(net::make_checked_codec(1024), quiet,
-                                          std::make_unique<Echo>(messages, open));
+                                          std::make_unique<PoolEcho>(messages, open));
   });
   std::thread runner([&] { server.run(); });
   std::vector<std::unique_ptr<RawClient>> clients;

@@ -31,6 +31,7 @@
 #include "byte_echo.hpp"
 #include "child_process.hpp"
 #include "framings.hpp"
+#include "hand_made_shm_client.hpp"
 #include "links.hpp"
 #include "listening_server.hpp"
 #include "run_until.hpp"
@@ -157,30 +158,28 @@ TEST(UnixSocket, TheServerToolSetsTheModeNamesTheSocketAndRemovesItAtTheEnd) {
   EXPECT_FALSE(exists(path));
 }
 
-// A client process killed with SIGKILL in the middle of a stream of messages:
-// the server reports the close and serves the next client. Over a Unix
-// socket the writer is raw bytes cut anywhere (mid-frame, as likely as not);
-// over shared memory it is `volley pingpong --shm`, killed mid-burst.
+// A client process killed with SIGKILL in the middle of a stream of messages
+// (raw bytes cut anywhere: mid-frame, as likely as not): the server reports
+// the close and serves the next client. Over shared memory the writer set
+// up its rings by hand before it was forked.
 using LocalOver = std::tuple<Framing, Link>;
 class PeerKilled : public testing::TestWithParam<LocalOver> {
  protected:
   Framing framing() const { return std::get<0>(GetParam()); }
   Link link() const { return std::get<1>(GetParam()); }
 
-  // A child process that writes `framing()` frames to `flag`'s socket until killed.
-  pid_t start_writer(const TempDir& dir, const std::string& flag, std::unique_ptr<ChildProcess>& tool) {
-    if (link() == Link::shm) {
-      // The tools that stream a framing: pingpong (checked), gen (gNB).
-      std::vector<std::string> argv{bin("volley"), "pingpong", "--unix", flag, "--shm", "-g", "2", "--sizes", "1000",
-                                    "-n", "100000000", "--max-bytes", "100000000000", "--no-progress"};
-      if (framing() == Framing::gnb)
-        argv = {bin("volley"), "gen", "--unix", flag, "--shm", "-m", "8001:1000:100", "-t", "60s", "--no-progress"};
-      tool = std::make_unique<ChildProcess>(argv, dir.file("writer"));
-      return 0;
-    }
+  // A child process that writes `framing()` frames to `flag`'s server until killed.
+  pid_t start_writer(const std::string& flag) {
     const std::vector<std::byte> frame = on_the_wire(framing(), std::string(1000, 'k'));
     std::vector<std::byte> stream;
     for (int i = 0; i < 64; ++i) stream.insert(stream.end(), frame.begin(), frame.end());
+    if (link() == Link::shm) {
+      auto client = std::make_unique<HandMadeShmClient>(unix_address_of(flag), HandMadeShmClient::Flaw::none);
+      EXPECT_EQ(client->answer(), "A");
+      const pid_t child = ::fork();
+      if (child == 0) client->stream_for_ever(stream);
+      return child;  // the parent's copies of the connection go here
+    }
     std::error_code ec;
     const int fd = net::connect_unix(*net::parse_unix_address(unix_address_of(flag)), ec);
     EXPECT_GE(fd, 0) << ec.message();
@@ -198,10 +197,8 @@ class PeerKilled : public testing::TestWithParam<LocalOver> {
   }
 };
 INSTANTIATE_TEST_SUITE_P(Framings, PeerKilled,
-                         testing::Values(LocalOver{Framing::checked, Link::unix_socket},
-                                         LocalOver{Framing::gnb, Link::unix_socket},
-                                         LocalOver{Framing::rpc, Link::unix_socket},
-                                         LocalOver{Framing::checked, Link::shm}, LocalOver{Framing::gnb, Link::shm}),
+                         testing::Combine(testing::Values(Framing::checked, Framing::gnb, Framing::rpc),
+                                          testing::Values(Link::unix_socket, Link::shm)),
                          over_name);
 
 TEST_P(PeerKilled, TheServerReportsItAndServesTheNextClient) {
@@ -211,21 +208,13 @@ TEST_P(PeerKilled, TheServerReportsItAndServesTheNextClient) {
   if (link() == Link::shm) args.push_back("--shm");
   RunningPingPongServer server(dir, args);
 
-  std::unique_ptr<ChildProcess> tool;
-  const pid_t child = start_writer(dir, flag, tool);
-  ASSERT_FALSE(HasFailure());
+  const pid_t child = start_writer(flag);
+  ASSERT_GT(child, 0);
   std::this_thread::sleep_for(300ms);
-  if (tool) {
-    ASSERT_FALSE(tool->wait_for(0ms).has_value()) << "the writer ended on its own: " << tool->stderr_text();
-    tool->send_signal(SIGKILL);
-    ASSERT_TRUE(tool->wait_for(5s).has_value());
-  } else {
-    ASSERT_GT(child, 0);
-    ::kill(child, SIGKILL);
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "the writer ended on its own: " << WEXITSTATUS(status);
-  }
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the writer ended on its own: " << WEXITSTATUS(status);
 
   asio::io_context loop;
   net::ReconnectingClientOptions o;
@@ -244,10 +233,13 @@ TEST_P(PeerKilled, TheServerReportsItAndServesTheNextClient) {
   client.stop();
   run_until(loop, [&] { return !client.connected(); }, 5s);
 
+  // The killed writer's end is the peer's (an end or a reset); the good
+  // client's is too, unless the stop overtook its close on the way.
   const auto report = server.stop();
   const auto& closes = report.at("closes").as_object();
-  EXPECT_EQ(json_u64(closes, "peer closed") + json_u64(closes, "i/o error"), 2u)
-      << boost::json::serialize(report);
+  const std::uint64_t ended_by_peer = json_u64(closes, "peer closed") + json_u64(closes, "i/o error");
+  EXPECT_GE(ended_by_peer, 1u) << boost::json::serialize(report);
+  EXPECT_EQ(ended_by_peer + json_u64(closes, "shutdown"), 2u) << boost::json::serialize(report);
   EXPECT_GT(json_u64(report, "messages_in"), 10u) << "nothing of the killed writer's stream was read";
 }
 

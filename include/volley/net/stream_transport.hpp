@@ -51,6 +51,11 @@ class StreamTransport {
   // readiness by itself (shared memory) asks its peer to ring the socket.
   // False when input came meanwhile: the connection reads again instead.
   virtual bool prepare_to_wait() { return true; }
+  // For a busy-polling loop that spins on the connection: whether a read now
+  // may find anything. Shared memory looks at its ring (and, now and then,
+  // goes on to read so that its socket's end is seen); a transport whose
+  // input is on the socket must read to know (the default).
+  virtual bool worth_reading() { return true; }
   // A descriptor of the transport's own that a write blocked with
   // Wait::own_descriptor waits on (shared memory's room doorbell); -1 if none.
   virtual int own_descriptor() const { return -1; }

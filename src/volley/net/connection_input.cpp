@@ -52,6 +52,7 @@ class SpinInput final : public ConnectionInput {
     return overflow_->read_some(buffer, ec);
   }
   bool left_over() const noexcept override { return overflow_->left_over(); }
+  bool worth_reading() override { return overflow_->worth_reading(); }
 
  private:
   SpinReaders& spin_;
@@ -102,6 +103,7 @@ class TransportInput final : public ConnectionInput {
     last_read_blocked_ = ec == asio::error::would_block || ec == asio::error::try_again;
     return n;
   }
+  bool worth_reading() override { return transport_.worth_reading(); }
   // The edge wait's own "left over" is an error or hang-up it saw with the
   // last edge: the transport reads on until the socket gives it.
   bool left_over() const noexcept override {

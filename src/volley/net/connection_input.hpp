@@ -55,10 +55,14 @@ class ConnectionInput {
   virtual bool holds_shared_buffers() const noexcept { return false; }
   // The connection is finishing: let go of what the input holds for it.
   virtual void stop() {}
+  // For a spinning loop: whether a read may find anything (StreamTransport::worth_reading).
+  virtual bool worth_reading() { return true; }
 
   // The wait is over (`ec`: its error, operation_aborted when the socket
   // closed): the connection reads. False when it read nothing after all.
   static bool ready(TcpConnection& connection, const boost::system::error_code& ec);
+  // A spinning loop's look before it calls ready(): whether it is worth it.
+  static bool worth_reading(TcpConnection& connection);
 
  protected:
   ConnectionInput() = default;

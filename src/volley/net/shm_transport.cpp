@@ -31,8 +31,8 @@ constexpr char kDoorbell = 'D';  // any later byte: a doorbell
 // peer's end) once in this many reads that find the ring empty.
 constexpr unsigned kEmptyReadsPerSocketLook = 256;
 
-boost::system::error_code last_error() { return {errno, boost::system::system_category()}; }
-bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK; }
+boost::system::error_code errno_error() { return {errno, boost::system::system_category()}; }
+bool would_block_now(int error) { return error == EAGAIN || error == EWOULDBLOCK; }
 
 // The set-up's messages: one byte, with room for `Fds` descriptors beside it.
 template <std::size_t Fds>
@@ -51,7 +51,7 @@ struct OneByteMessage {
   msghdr header{};
 };
 
-void ring(int fd) {
+void ring_doorbell(int fd) {
   // Best effort: a doorbell already waiting in a full socket wakes the peer as well.
   const char bell = kDoorbell;
   [[maybe_unused]] const ssize_t n = ::send(fd, &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -91,8 +91,8 @@ class ShmTransport final : public StreamTransport {
       case Step::answer: {
         const char answer = kAnswer;
         if (::send(fd_, &answer, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1) {
-          if (would_block(errno)) return Wait::write;
-          ec = last_error();
+          if (would_block_now(errno)) return Wait::write;
+          ec = errno_error();
           return Wait::none;
         }
         return open_rings();
@@ -121,7 +121,7 @@ class ShmTransport final : public StreamTransport {
       return 0;
     }
     if (n > 0) {
-      if (reader_.writer_needs_doorbell()) ring(room_);
+      if (reader_.writer_needs_doorbell()) ring_doorbell(room_);
       return n;
     }
     // Empty. Bytes written before the peer's end are in the ring before the
@@ -172,7 +172,7 @@ class ShmTransport final : public StreamTransport {
       ec = asio::error::would_block;
       return 0;
     }
-    if (writer_.reader_needs_doorbell()) ring(fd_);
+    if (writer_.reader_needs_doorbell()) ring_doorbell(fd_);
     return total;
   }
 
@@ -183,6 +183,11 @@ class ShmTransport final : public StreamTransport {
     if (step_ != Step::open) return false;
     std::error_code ec;
     return reader_.readable(ec) > 0 || ec || input_ended_ || reader_.writer_closed();
+  }
+
+  bool worth_reading() override {
+    // Every so often a read anyway: it looks at the socket for the peer's end.
+    return ++empty_looks_ % kEmptyReadsPerSocketLook == 0 || has_buffered_input();
   }
 
   bool prepare_to_wait() override {
@@ -197,7 +202,7 @@ class ShmTransport final : public StreamTransport {
   void shutdown_send() override {
     if (step_ != Step::open) return;
     writer_.close();
-    if (writer_.reader_needs_doorbell()) ring(fd_);
+    if (writer_.reader_needs_doorbell()) ring_doorbell(fd_);
   }
 
   std::string describe() const override {
@@ -219,14 +224,14 @@ class ShmTransport final : public StreamTransport {
     if (memfd_ < 0 || ::ftruncate(memfd_, static_cast<off_t>(region_size_)) != 0 ||
         ::fcntl(memfd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
         ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0) {
-      ec = last_error();
+      ec = errno_error();
       return false;
     }
     room_ = pair[0];
     peer_room_ = pair[1];
     void* at = ::mmap(nullptr, region_size_, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, 0);
     if (at == MAP_FAILED) {
-      ec = last_error();
+      ec = errno_error();
       return false;
     }
     region_ = static_cast<std::byte*>(at);
@@ -245,7 +250,7 @@ class ShmTransport final : public StreamTransport {
     const int fds[2] = {memfd_, peer_room_};
     std::memcpy(CMSG_DATA(c), fds, sizeof fds);
     if (::sendmsg(fd_, &message, MSG_DONTWAIT | MSG_NOSIGNAL) != 1) {
-      if (!would_block(errno)) ec = last_error();
+      if (!would_block_now(errno)) ec = errno_error();
       return false;
     }
     // The peer has its own copies now.
@@ -263,7 +268,7 @@ class ShmTransport final : public StreamTransport {
     const char& offer = m.byte;
     const ssize_t n = ::recvmsg(fd_, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n < 0) {
-      if (!would_block(errno)) ec = last_error();
+      if (!would_block_now(errno)) ec = errno_error();
       return false;
     }
     if (n == 0) {
@@ -325,7 +330,7 @@ class ShmTransport final : public StreamTransport {
     const ssize_t n = ::recv(fd_, &byte, 1, MSG_DONTWAIT);
     if (n == 1) return true;
     if (n == 0) ec = asio::error::eof;
-    else if (!would_block(errno)) ec = last_error();
+    else if (!would_block_now(errno)) ec = errno_error();
     return false;
   }
 
@@ -358,7 +363,7 @@ class ShmTransport final : public StreamTransport {
       const ssize_t n = ::recv(fd_, bells.data(), bells.size(), MSG_DONTWAIT);
       if (n > 0) continue;
       if (n == 0) input_ended_ = true;
-      else if (!would_block(errno)) socket_error_ = last_error();
+      else if (!would_block_now(errno)) socket_error_ = errno_error();
       return;
     }
   }
@@ -368,7 +373,7 @@ class ShmTransport final : public StreamTransport {
     for (;;) {
       const ssize_t n = ::recv(room_, bells.data(), bells.size(), MSG_DONTWAIT);
       if (n > 0) continue;
-      if (n == 0 || !would_block(errno)) peer_gone_ = true;  // the peer's end of the pair closed: it died or finished
+      if (n == 0 || !would_block_now(errno)) peer_gone_ = true;  // the peer's end of the pair closed: it died or finished
       return;
     }
   }
@@ -392,6 +397,7 @@ class ShmTransport final : public StreamTransport {
   bool peer_gone_ = false;           // the room pair's end: writes cannot be read any more
   boost::system::error_code socket_error_;
   unsigned empty_reads_ = 0;
+  unsigned empty_looks_ = 0;
 };
 
 }  // namespace

@@ -46,8 +46,14 @@ void SpinReaders::spin() {
     checking_.swap(waiting_);
     bool found = false;
     for (auto& waiting : checking_) {
-      const std::shared_ptr<TcpConnection> connection = std::move(waiting);
       ++reads;
+      // Input in memory (shared memory) is looked at without a read: the
+      // connection stays as it is, waiting, until there is some.
+      if (!ConnectionInput::worth_reading(*waiting)) {
+        waiting_.push_back(std::move(waiting));
+        continue;
+      }
+      const std::shared_ptr<TcpConnection> connection = std::move(waiting);
       if (ConnectionInput::ready(*connection, {})) {
         ++stats_.inputs;
         found = true;

@@ -528,6 +528,8 @@ bool ConnectionInput::ready(TcpConnection& connection, const boost::system::erro
   return connection.on_readable(ec);
 }
 
+bool ConnectionInput::worth_reading(TcpConnection& connection) { return connection.input_->worth_reading(); }
+
 ConnectionInput::Kind ConnectionInput::kind_of(const TcpConnection& connection) noexcept {
   return connection.input_->kind();
 }
