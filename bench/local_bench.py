@@ -16,7 +16,12 @@ Baselines, same CPUs: bench/raw/raw_shm_pingpong (two processes, a ring each
 way, spinning) for the busy rows; bench/raw/raw_pingpong (blocking TCP) for
 the sleeping rows. Samples alternate round after round; the table gives medians.
 
-Usage: bench/local_bench.py BINDIR [--rounds N] [--seconds S] [--cpus SERVER,CLIENT] [--json FILE]"""
+With --busy-pairs N, only the busy shared-memory round trip and its raw
+baseline, N pairs of 1-second runs back to back: on a VM whose two vCPUs
+now share a cache and now do not, only samples taken back to back compare.
+
+Usage: bench/local_bench.py BINDIR [--rounds N] [--seconds S] [--cpus SERVER,CLIENT] [--json FILE]
+       bench/local_bench.py BINDIR --busy-pairs N"""
 import argparse
 import json
 import os
@@ -68,6 +73,17 @@ def raw_shm(args):
     return {"p50_us": r["p50_ns"] / 1e3, "p99_us": r["p99_ns"] / 1e3}
 
 
+def busy_pairs(args, sock):
+    args.seconds = 1
+    ratios = []
+    for i in range(args.busy_pairs):
+        v = volley(args, "shm", "busy", sock)["p50_us"]
+        r = raw_shm(args)["p50_us"]
+        ratios.append(v / r)
+        print(f"pair {i + 1}: Volley shm busy p50 {v * 1e3:.0f} ns, raw {r * 1e3:.0f} ns, ratio {v / r:.2f}", flush=True)
+    print(f"median ratio {statistics.median(ratios):.2f} over {len(ratios)} pairs")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("bindir")
@@ -75,9 +91,12 @@ def main():
     p.add_argument("--seconds", type=float, default=3)
     p.add_argument("--cpus", default="1,0", help="SERVER,CLIENT")
     p.add_argument("--json")
+    p.add_argument("--busy-pairs", type=int, default=0)
     args = p.parse_args()
     args.server_cpu, args.client_cpu = args.cpus.split(",")
     sock = os.path.join(tempfile.mkdtemp(prefix="volley-local-bench-"), "echo.sock")
+    if args.busy_pairs:
+        return busy_pairs(args, sock)
     samples = {}
 
     def add(key, x):
