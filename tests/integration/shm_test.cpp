@@ -3,8 +3,13 @@
 // loses its connection with a counted error, and a good client beside them
 // is served throughout. The hostile client here speaks the set-up by hand
 // (docs/PROTOCOL.md, "Shared-memory rings").
+#include <sys/stat.h>
+
+#include <array>
 #include <chrono>
 #include <string>
+#include <thread>
+#include <vector>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -12,8 +17,10 @@
 
 #include <volley/net/reconnecting_client.hpp>
 #include <volley/net/shm.hpp>
+#include <volley/net/tcp_connect.hpp>
 
 #include "child_process.hpp"
+#include "example_server.hpp"
 #include "framings.hpp"
 #include "hand_made_shm_client.hpp"
 #include "links.hpp"
@@ -115,6 +122,62 @@ TEST(Shm, DoorbellsAloneCarryAStreamThroughRingsSmallerThanItsMessages) {
   client.stop();
   run_until(loop, [&] { return !client.connected(); }, 5s);
   EXPECT_EQ(json_u64(server.stop(), "messages_in"), static_cast<std::uint64_t>(kMessages));
+}
+
+// examples/echo_server with a socket path: TCP clients and shared-memory
+// clients on this host get their bytes back from the same handler.
+class Collect final : public net::StreamHandler {
+ public:
+  explicit Collect(std::vector<std::byte> out) : out_(std::move(out)) {}
+  std::span<std::byte> read_buffer() override { return buffer_; }
+  void on_open(net::TcpConnection& c) override { c.send(out_); }
+  void on_data(net::TcpConnection&, std::size_t n) override {
+    received.insert(received.end(), buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  void on_close(net::TcpConnection&, const net::CloseReason&) override { closed = true; }
+  std::vector<std::byte> received;
+  bool closed = false;
+
+ private:
+  std::vector<std::byte> out_;
+  std::array<std::byte, 4096> buffer_{};
+};
+
+TEST(Examples, EchoServerServesLocalClientsThroughSharedMemoryWithTheSameHandler) {
+  TempDir dir;
+  const std::string path = dir.file("echo.sock");
+  ExampleServer server(dir, "echo_server", {"0", path});
+  ASSERT_GT(server.port(), 0);
+  for (int i = 0; i < 1000 && server.output().find("listening shm unix:" + path) == std::string::npos; ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_NE(server.output().find("listening shm unix:" + path), std::string::npos) << server.output();
+
+  std::vector<std::byte> message(300'000);
+  for (std::size_t i = 0; i < message.size(); ++i) message[i] = static_cast<std::byte>(i * 13);
+  for (const bool shared_memory : {true, false}) {
+    asio::io_context loop;
+    std::error_code ec;
+    auto socket = shared_memory ? net::connect_tcp(loop, "unix:" + path, 0, 2s, ec)
+                                : net::connect_tcp(loop, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 2s, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    auto handler = std::make_unique<Collect>(message);
+    Collect& collect = *handler;
+    auto connection = std::make_shared<net::TcpConnection>(
+        std::move(socket), std::move(handler), net::ConnectionLimits{},
+        shared_memory ? net::make_shm_transport(net::ShmRole::client) : nullptr);
+    connection->start();
+    ASSERT_TRUE(run_until(loop, [&] { return collect.received.size() >= message.size(); }, 10s))
+        << (shared_memory ? "shm: " : "tcp: ") << collect.received.size();
+    EXPECT_EQ(collect.received, message) << (shared_memory ? "shm" : "tcp");
+    EXPECT_EQ(connection->transport() != nullptr, shared_memory);
+    connection->close({});
+    ASSERT_TRUE(run_until(loop, [&] { return collect.closed; }, 5s));
+  }
+  const auto [code, out] = server.stop();
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(out.find("stopped"), std::string::npos) << out;
+  struct stat st{};
+  EXPECT_NE(::lstat(path.c_str(), &st), 0) << "the example left its socket file behind";
 }
 
 }  // namespace
