@@ -41,7 +41,9 @@ struct ShmOptions {
   // On a loop that sleeps: how long a reader that found its ring empty keeps
   // looking before it asks for a doorbell and sleeps. A stream whose next
   // bytes come sooner makes no system call at all (no doorbell, no wake-up);
-  // an idle connection costs this much CPU once per silence. 0: sleep at once.
+  // an idle connection costs this much CPU once per silence. The loop does
+  // nothing else meanwhile: a loop with many shared-memory connections that
+  // each fall quiet often should set 0 (sleep at once) or busy-poll instead.
   std::chrono::nanoseconds spin_before_sleep = std::chrono::microseconds(10);
 };
 
