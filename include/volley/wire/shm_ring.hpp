@@ -78,6 +78,10 @@ class ShmRingWriter {
   // Copies as much of `bytes` as there is room for and publishes it; returns
   // how much (0: full). corrupt_ring when the reader's index is impossible.
   std::size_t write(std::span<const std::byte> bytes, std::error_code& ec);
+  // write() in two steps, for a batch of pieces published once: copy_in()
+  // each (the reader sees nothing yet), then publish() them all.
+  std::size_t copy_in(std::span<const std::byte> bytes, std::error_code& ec);
+  void publish();
   // After writes: whether the reader said it sleeps, so its doorbell must be
   // rung (once: this clears its word). A busy-polling reader never says so.
   bool reader_needs_doorbell();

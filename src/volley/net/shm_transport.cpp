@@ -152,7 +152,7 @@ class ShmTransport final : public StreamTransport {
     std::error_code ring_error;
     for (int attempt = 0; attempt < 2 && total == 0; ++attempt) {
       for (const auto& b : buffers) {
-        const std::size_t n = writer_.write({static_cast<const std::byte*>(b.data()), b.size()}, ring_error);
+        const std::size_t n = writer_.copy_in({static_cast<const std::byte*>(b.data()), b.size()}, ring_error);
         total += n;
         if (ring_error || n < b.size()) break;
       }
@@ -160,7 +160,7 @@ class ShmTransport final : public StreamTransport {
         ec = ring_error;
         return 0;
       }
-      if (total > 0) break;
+      if (total > 0) break;  // published below, once for the whole batch
       // Full: ask the reader for a doorbell when it frees room, unless it just did.
       if (!writer_.ask_for_room(ring_error) && !ring_error) continue;
       if (ring_error) {
@@ -172,6 +172,7 @@ class ShmTransport final : public StreamTransport {
       ec = asio::error::would_block;
       return 0;
     }
+    writer_.publish();
     if (writer_.reader_needs_doorbell()) ring_doorbell(fd_);
     return total;
   }

@@ -94,6 +94,12 @@ std::size_t ShmRingWriter::room(std::error_code& ec) {
 }
 
 std::size_t ShmRingWriter::write(std::span<const std::byte> bytes, std::error_code& ec) {
+  const std::size_t n = copy_in(bytes, ec);
+  if (n > 0) publish();
+  return n;
+}
+
+std::size_t ShmRingWriter::copy_in(std::span<const std::byte> bytes, std::error_code& ec) {
   ec.clear();
   // The room the last look at the reader's index showed is still there (the
   // reader only frees more): the reader's cache line is fetched again only
@@ -107,10 +113,13 @@ std::size_t ShmRingWriter::write(std::span<const std::byte> bytes, std::error_co
   std::memcpy(data_ + at, bytes.data(), first);
   std::memcpy(data_, bytes.data() + first, n - first);
   written_ += n;
+  return n;
+}
+
+void ShmRingWriter::publish() {
   // Sequentially consistent: the reader_needs_doorbell() load that follows
   // must not be ordered before it (the other half of ask_for_doorbell()).
   store(control_.write_index, written_, std::memory_order_seq_cst);
-  return n;
 }
 
 bool ShmRingWriter::reader_needs_doorbell() { return take(control_.reader_sleeping); }
