@@ -4,7 +4,8 @@
 // while this side reads and writes. Whatever it writes: check_region accepts
 // only a region it can use, nothing is read or written outside the mapping
 // (AddressSanitizer's guard), a read never returns more than asked or than
-// the ring holds, and a corrupt index is reported, never followed.
+// the ring holds, room to build a message in lies inside the ring, and a
+// corrupt index is reported, never followed.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -64,9 +65,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (n > want || n > kCapacity || (ec && n != 0)) std::abort();
     reader.writer_needs_doorbell();
     if (!ec) reader.ask_for_doorbell(ec);
-    const std::size_t give = take<std::uint16_t>(data, size) % in.size();
-    const std::size_t m = writer.write(std::span(in).first(give), ec);
-    if (m > give || m > kCapacity || (ec && m != 0)) std::abort();
+    const std::uint16_t script = take<std::uint16_t>(data, size);
+    const std::size_t give = (script >> 1) % in.size();
+    if (script & 1) {  // a message built in place: its room lies wholly inside the ring's data
+      const std::span<std::byte> room = writer.reserve(give, ec);
+      const std::byte* const ring_data = theirs.data() + shm::kRingControlSize;
+      if (!room.empty() && (room.size() != give || ec || room.data() < ring_data ||
+                            room.data() + room.size() > ring_data + kCapacity))
+        std::abort();
+      if (!room.empty()) {
+        std::memset(room.data(), 0x5a, room.size());
+        writer.commit(room.size() / 2);
+        writer.publish();
+      }
+    } else {
+      const std::size_t m = writer.write(std::span(in).first(give), ec);
+      if (m > give || m > kCapacity || (ec && m != 0)) std::abort();
+    }
     writer.reader_needs_doorbell();
     if (!ec) writer.ask_for_room(ec);
   }

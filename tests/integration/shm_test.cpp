@@ -7,9 +7,9 @@
 
 #include <array>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
-#include <vector>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -124,6 +124,39 @@ TEST(Shm, DoorbellsAloneCarryAStreamThroughRingsSmallerThanItsMessages) {
   EXPECT_EQ(json_u64(server.stop(), "messages_in"), static_cast<std::uint64_t>(kMessages));
 }
 
+// examples/echo_server: TCP on a free port, shared memory on a socket in a
+// temporary folder.
+struct EchoExample {
+  TempDir dir;
+  std::string path = dir.file("echo.sock");
+  ExampleServer server{dir, "echo_server", {"0", path}};
+
+  // Waits for its shared-memory listening line.
+  bool serves_local_clients() {
+    for (int i = 0; i < 1000 && !announced(); ++i) std::this_thread::sleep_for(10ms);
+    return announced();
+  }
+  // A started client connection, over shared memory (with `shm`) or TCP.
+  std::shared_ptr<net::TcpConnection> connect(asio::io_context& loop, bool shared_memory,
+                                              std::unique_ptr<net::StreamHandler> handler, net::ShmOptions shm = {}) {
+    std::error_code ec;
+    auto socket = shared_memory ? net::connect_tcp(loop, "unix:" + path, 0, 2s, ec)
+                                : net::connect_tcp(loop, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 2s, ec);
+    if (ec) {
+      ADD_FAILURE() << ec.message();
+      return nullptr;
+    }
+    auto connection = std::make_shared<net::TcpConnection>(
+        std::move(socket), std::move(handler), net::ConnectionLimits{},
+        shared_memory ? net::make_shm_transport(net::ShmRole::client, shm) : nullptr);
+    connection->start();
+    return connection;
+  }
+
+ private:
+  bool announced() { return server.output().find("listening shm unix:" + path) != std::string::npos; }
+};
+
 // examples/echo_server with a socket path: TCP clients and shared-memory
 // clients on this host get their bytes back from the same handler.
 class Collect final : public net::StreamHandler {
@@ -144,28 +177,18 @@ class Collect final : public net::StreamHandler {
 };
 
 TEST(Examples, EchoServerServesLocalClientsThroughSharedMemoryWithTheSameHandler) {
-  TempDir dir;
-  const std::string path = dir.file("echo.sock");
-  ExampleServer server(dir, "echo_server", {"0", path});
-  ASSERT_GT(server.port(), 0);
-  for (int i = 0; i < 1000 && server.output().find("listening shm unix:" + path) == std::string::npos; ++i)
-    std::this_thread::sleep_for(10ms);
-  ASSERT_NE(server.output().find("listening shm unix:" + path), std::string::npos) << server.output();
+  EchoExample echo;
+  ASSERT_GT(echo.server.port(), 0);
+  ASSERT_TRUE(echo.serves_local_clients()) << echo.server.output();
 
   std::vector<std::byte> message(300'000);
   for (std::size_t i = 0; i < message.size(); ++i) message[i] = static_cast<std::byte>(i * 13);
   for (const bool shared_memory : {true, false}) {
     asio::io_context loop;
-    std::error_code ec;
-    auto socket = shared_memory ? net::connect_tcp(loop, "unix:" + path, 0, 2s, ec)
-                                : net::connect_tcp(loop, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 2s, ec);
-    ASSERT_FALSE(ec) << ec.message();
     auto handler = std::make_unique<Collect>(message);
     Collect& collect = *handler;
-    auto connection = std::make_shared<net::TcpConnection>(
-        std::move(socket), std::move(handler), net::ConnectionLimits{},
-        shared_memory ? net::make_shm_transport(net::ShmRole::client) : nullptr);
-    connection->start();
+    const auto connection = echo.connect(loop, shared_memory, std::move(handler));
+    ASSERT_TRUE(connection);
     ASSERT_TRUE(run_until(loop, [&] { return collect.received.size() >= message.size(); }, 10s))
         << (shared_memory ? "shm: " : "tcp: ") << collect.received.size();
     EXPECT_EQ(collect.received, message) << (shared_memory ? "shm" : "tcp");
@@ -173,11 +196,86 @@ TEST(Examples, EchoServerServesLocalClientsThroughSharedMemoryWithTheSameHandler
     connection->close({});
     ASSERT_TRUE(run_until(loop, [&] { return collect.closed; }, 5s));
   }
-  const auto [code, out] = server.stop();
+  const auto [code, out] = echo.server.stop();
   EXPECT_EQ(code, 0);
   EXPECT_NE(out.find("stopped"), std::string::npos) << out;
   struct stat st{};
-  EXPECT_NE(::lstat(path.c_str(), &st), 0) << "the example left its socket file behind";
+  EXPECT_NE(::lstat(echo.path.c_str(), &st), 0) << "the example left its socket file behind";
+}
+
+// Messages built in place (what sessions send) go straight into the ring
+// while nothing is queued before them, so the connection queues none of
+// them; one that does not fit is queued, and those after it queue behind it.
+// The echo comes back whole and in order either way, and over TCP all of
+// them are queued.
+class BuildInPlace final : public net::StreamHandler {
+ public:
+  std::span<std::byte> read_buffer() override { return buffer_; }
+  void on_open(net::TcpConnection& c) override {
+    const net::TcpConnection::Corked corked(c);  // nothing written before the cork's end
+    first_small = send_small(c, 0);
+    queued_after_small = c.queued_bytes();
+    c.send_in_place(kBig, [&](std::span<std::byte> room) {
+      for (std::size_t i = 0; i < kBig; ++i) room[i] = static_cast<std::byte>('A' + i % 26);
+      expected.append(kBig, '?');
+      for (std::size_t i = 0; i < kBig; ++i) expected[expected.size() - kBig + i] = static_cast<char>('A' + i % 26);
+      return kBig;
+    });
+    queued_after_big = c.queued_bytes();
+    second_small = send_small(c, 8);
+    queued_at_end = c.queued_bytes();
+  }
+  void on_data(net::TcpConnection&, std::size_t n) override {
+    received.append(reinterpret_cast<const char*>(buffer_.data()), n);
+  }
+  void on_close(net::TcpConnection&, const net::CloseReason&) override { closed = true; }
+
+  static constexpr std::size_t kBig = 3 * shm::kMinCapacity;  // more than the whole ring
+  std::string expected, received;
+  std::size_t first_small = 0, second_small = 0;  // bytes in each run of eight
+  std::size_t queued_after_small = 0, queued_after_big = 0, queued_at_end = 0;
+  bool closed = false;
+
+ private:
+  std::size_t send_small(net::TcpConnection& c, int first) {
+    const std::size_t before = expected.size();
+    for (int i = first; i < first + 8; ++i) {
+      const std::string text = "small message " + std::to_string(i) + ";";
+      c.send_in_place(64, [&](std::span<std::byte> room) {
+        std::memcpy(room.data(), text.data(), text.size());
+        return text.size();
+      });
+      expected += text;
+    }
+    return expected.size() - before;
+  }
+  std::array<std::byte, 4096> buffer_{};
+};
+
+TEST(Shm, MessagesBuiltInPlaceGoStraightIntoTheRingUnlessSomethingIsQueuedBeforeThem) {
+  EchoExample echo;
+  ASSERT_TRUE(echo.serves_local_clients()) << echo.server.output();
+  for (const bool shared_memory : {true, false}) {
+    asio::io_context loop;
+    auto handler = std::make_unique<BuildInPlace>();
+    BuildInPlace& h = *handler;
+    const auto connection = echo.connect(loop, shared_memory, std::move(handler), {.ring_bytes = shm::kMinCapacity});
+    ASSERT_TRUE(connection);
+    ASSERT_TRUE(run_until(loop, [&] { return h.received.size() >= h.expected.size() && !h.expected.empty(); }, 10s))
+        << (shared_memory ? "shm: " : "tcp: ") << h.received.size();
+    EXPECT_EQ(h.received, h.expected) << (shared_memory ? "shm" : "tcp");
+    if (shared_memory) {
+      EXPECT_EQ(h.queued_after_small, 0u) << "built in the ring, not queued";
+      EXPECT_EQ(h.queued_after_big, BuildInPlace::kBig) << "too big for the ring: queued";
+      EXPECT_EQ(h.queued_at_end, BuildInPlace::kBig + h.second_small) << "behind a queued message: queued too";
+    } else {
+      EXPECT_EQ(h.queued_after_small, h.first_small);
+      EXPECT_EQ(h.queued_at_end, h.first_small + BuildInPlace::kBig + h.second_small);
+    }
+    connection->close({});
+    ASSERT_TRUE(run_until(loop, [&] { return h.closed; }, 5s));
+  }
+  EXPECT_EQ(echo.server.stop().first, 0);
 }
 
 }  // namespace

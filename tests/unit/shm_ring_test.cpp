@@ -76,6 +76,54 @@ TEST(ShmRing, BytesArriveInOrderAcrossTheWrapAndAFullRingTakesNothing) {
   EXPECT_EQ(writer.write(bytes_of(big), ec), out.size());
 }
 
+// A message built in place: the room is one piece, nothing is seen before
+// publish(), only what was committed is, and a message that would wrap (or
+// not fit) gets no room, so the caller copies it in instead.
+TEST(ShmRing, AMessageBuiltInPlaceIsOnePieceSeenOnlyOncePublished) {
+  Region region;
+  ShmRingWriter writer(region.ring(0), kCapacity);
+  ShmRingReader reader(region.ring(0), kCapacity);
+  std::error_code ec;
+  std::vector<std::byte> out(kCapacity);
+  std::string sent, got;
+  for (int i = 0; i < 100; ++i) {  // a few times round the ring
+    const std::string message = "message " + std::to_string(i) + std::string(static_cast<std::size_t>(i * 13 % 211), '.');
+    const std::size_t at = sent.size() % kCapacity;
+    const std::span<std::byte> room = writer.reserve(message.size() + 16, ec);
+    ASSERT_FALSE(ec);
+    if (at + message.size() + 16 > kCapacity) {
+      EXPECT_TRUE(room.empty()) << "room that would wrap is not one piece";
+      ASSERT_EQ(writer.copy_in(bytes_of(message), ec), message.size());
+    } else {
+      ASSERT_EQ(room.size(), message.size() + 16);
+      std::memcpy(room.data(), message.data(), message.size());
+      writer.commit(message.size());  // 16 bytes spare, given back
+    }
+    sent += message;
+    EXPECT_EQ(reader.readable(ec), 0u) << "nothing seen before publish()";
+    writer.publish();
+    const std::size_t n = reader.read(out, ec);
+    ASSERT_FALSE(ec);
+    got.append(reinterpret_cast<const char*>(out.data()), n);
+  }
+  EXPECT_EQ(got, sent);
+
+  const std::string to_start(kCapacity - sent.size() % kCapacity, 't');  // the next write at the ring's start
+  ASSERT_EQ(writer.write(bytes_of(to_start), ec), to_start.size());
+  ASSERT_EQ(reader.read(out, ec), to_start.size());
+  const std::string fill(kCapacity - 100, 'f');
+  ASSERT_EQ(writer.write(bytes_of(fill), ec), fill.size());
+  EXPECT_EQ(writer.reserve(100, ec).size(), 100u) << "exactly to the ring's end";
+  writer.commit(100);
+  writer.publish();
+  EXPECT_TRUE(writer.reserve(1, ec).empty()) << "full";
+  EXPECT_FALSE(ec);
+  EXPECT_EQ(reader.read(out, ec), kCapacity);
+  EXPECT_EQ(writer.reserve(kCapacity, ec).size(), kCapacity) << "empty, at the ring's start: all of it";
+  EXPECT_TRUE(writer.reserve(kCapacity + 1, ec).empty());
+  EXPECT_TRUE(writer.reserve(0, ec).empty());
+}
+
 TEST(ShmRing, TheDoorbellIsAskedForOnlyByASleepingReaderAndOnlyWhenNothingWaits) {
   Region region;
   ShmRingWriter writer(region.ring(1), kCapacity);

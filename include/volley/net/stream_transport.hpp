@@ -39,6 +39,14 @@ class StreamTransport {
   // After a short write the next call must start at the first byte not taken.
   virtual std::size_t write_some(std::span<const boost::asio::const_buffer> buffers,
                                  boost::system::error_code& ec) = 0;
+  // Building output in place, for a transport whose output is memory (shared
+  // memory's ring): room for `size` bytes in it, or empty where there is
+  // none (every other transport) or not that much now. The connection asks
+  // only while nothing of its own waits to be written, so bytes keep their
+  // order. commit_output() takes the first `used` bytes of that room; the
+  // next write_some (with no buffers, if need be) hands them to the peer.
+  virtual std::span<std::byte> reserve_output(std::size_t /*size*/) { return {}; }
+  virtual void commit_output(std::size_t /*used*/) {}
   // After a call that stopped short: the readiness to wait for before the
   // next (TLS may need to write in order to read, and the other way round).
   virtual Wait blocked_on() const = 0;

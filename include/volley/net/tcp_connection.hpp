@@ -111,8 +111,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
 
   void start();
 
-  // Queue bytes for the peer (copied, or borrowed: see WriteQueue). Returns false
-  // once the connection is closing: nothing is queued then.
+  // Queue bytes for the peer (copied, or borrowed: see WriteQueue; a copy
+  // goes straight into a shared-memory ring as send_in_place does). Returns
+  // false once the connection is closing: nothing is queued then.
   bool send(std::span<const std::byte> bytes);
   bool send_borrowed(std::span<const std::byte> bytes);
   // A header and a body copied back to back, so they leave in one write.
@@ -120,15 +121,15 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // A header copied and a body borrowed (kept alive and unchanged by the caller
   // until on_written has accounted for it), leaving in the same gather write.
   bool send_borrowed_body(std::span<const std::byte> head, std::span<const std::byte> body);
-  // Builds a message in place in the write queue, with no copy of its own:
+  // Builds a message in place, with no copy of its own: in the write queue, or
+  // straight in a shared-memory ring when nothing is queued before it.
   // `fill(std::span<std::byte> room)` gets `max_size` bytes, writes the message
   // at their start and returns how many it used (0: nothing is sent).
   template <class Fill>
   bool send_in_place(std::size_t max_size, Fill&& fill) {
     if (!accepting_sends()) return false;
     const std::span<std::byte> room = reserve_send(max_size);
-    const std::size_t used = fill(room);
-    commit_send(max_size - used);
+    commit_send(room.size(), fill(room));
     return true;
   }
 
@@ -200,7 +201,11 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   enum class State { handshaking, open, flushing, half_closed, closed };
   bool accepting_sends() const noexcept { return state_ == State::open; }
   std::span<std::byte> reserve_send(std::size_t size);
-  void commit_send(std::size_t unused);
+  void commit_send(std::size_t reserved, std::size_t used);
+  // Hands what was built in the transport's memory to the peer, and reports it written.
+  void write_in_place();
+  // A batch (or what was built in place) is written: the handler hears of it.
+  void report_written(std::size_t bytes);
 
   void begin();
   void continue_handshake();
@@ -279,6 +284,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   int quiet_checks_ = 0;         // idle checks in a row that found no activity
   std::uint64_t keepalives_seen_ = 0;  // keepalives_heard() at the last idle check
   bool in_flush_completion_ = false;
+  bool reserved_in_transport_ = false;  // the last reserve_send() is the transport's memory
+  std::size_t built_in_place_ = 0;      // bytes committed there, not yet handed over
   bool ended_in_band_ = false;  // the transport ended the exchange; the socket lingers
   CloseReason pending_reason_;
   CloseReason::Kind close_kind_ = CloseReason::Kind::local_close;

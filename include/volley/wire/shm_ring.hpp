@@ -82,6 +82,12 @@ class ShmRingWriter {
   // each (the reader sees nothing yet), then publish() them all.
   std::size_t copy_in(std::span<const std::byte> bytes, std::error_code& ec);
   void publish();
+  // Building a message in place (no copy of its own): room for `size` bytes in
+  // one piece at the write position, or empty when the ring has not that much
+  // free before its end or the reader's index (then copy_in() the message).
+  // commit() takes the first `used` bytes of it as copy_in() would.
+  std::span<std::byte> reserve(std::size_t size, std::error_code& ec);
+  void commit(std::size_t used) noexcept;
   // After writes: whether the reader said it sleeps, so its doorbell must be
   // rung (once: this clears its word). A busy-polling reader never says so.
   bool reader_needs_doorbell();

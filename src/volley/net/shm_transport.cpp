@@ -9,6 +9,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/error.hpp>
@@ -150,7 +151,7 @@ class ShmTransport final : public StreamTransport {
     }
     std::size_t total = 0;
     std::error_code ring_error;
-    for (int attempt = 0; attempt < 2 && total == 0; ++attempt) {
+    for (int attempt = 0; attempt < 2 && total == 0 && !buffers.empty(); ++attempt) {
       for (const auto& b : buffers) {
         const std::size_t n = writer_.copy_in({static_cast<const std::byte*>(b.data()), b.size()}, ring_error);
         total += n;
@@ -170,11 +171,24 @@ class ShmTransport final : public StreamTransport {
       waiting_for_room_ = true;
       blocked_ = Wait::own_descriptor;
       ec = asio::error::would_block;
-      return 0;
+      break;  // what was built in place is published all the same
     }
-    writer_.publish();
-    if (writer_.reader_needs_doorbell()) ring_doorbell(fd_);
+    if (total > 0 || std::exchange(built_in_place_, false)) {
+      writer_.publish();
+      if (writer_.reader_needs_doorbell()) ring_doorbell(fd_);
+    }
     return total;
+  }
+
+  std::span<std::byte> reserve_output(std::size_t size) override {
+    if (step_ != Step::open || peer_gone_ || waiting_for_room_) return {};
+    std::error_code ring_error;  // a corrupt ring is found again by the write_some that follows
+    return writer_.reserve(size, ring_error);
+  }
+
+  void commit_output(std::size_t used) override {
+    writer_.commit(used);
+    built_in_place_ = built_in_place_ || used > 0;
   }
 
   Wait blocked_on() const override { return blocked_; }
@@ -394,6 +408,7 @@ class ShmTransport final : public StreamTransport {
   Wait blocked_ = Wait::none;
   bool asked_for_doorbell_ = false;  // the reader sleeps until a doorbell (or the end)
   bool waiting_for_room_ = false;    // the writer sleeps until a room doorbell
+  bool built_in_place_ = false;      // bytes committed in the ring, not yet published
   bool input_ended_ = false;         // the socket's end: the peer closed or died
   bool peer_gone_ = false;           // the room pair's end: writes cannot be read any more
   boost::system::error_code socket_error_;

@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include <optional>
+#include <utility>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -274,7 +276,7 @@ void TcpConnection::on_read_error(const boost::system::error_code& ec) {
     // peer hung up first: flush what is queued, then close.
     if (state_ == State::half_closed) return finish(std::move(pending_reason_));
     if (state_ == State::open) pending_reason_ = {CloseReason::Kind::peer_closed, {}};
-    if (queue_.queued_bytes() == 0) return finish(std::move(pending_reason_));
+    if (queue_.queued_bytes() == 0 && built_in_place_ == 0) return finish(std::move(pending_reason_));
     state_ = State::flushing;
     return;
   }
@@ -282,26 +284,58 @@ void TcpConnection::on_read_error(const boost::system::error_code& ec) {
   finish({CloseReason::Kind::io_error, ec.message(), ec});
 }
 
+// A copy is built in place too: over shared memory it is then the only one.
 bool TcpConnection::send(std::span<const std::byte> bytes) {
-  if (state_ != State::open) return false;
-  queue_.append(bytes);
-  sent();
-  return true;
+  return send_in_place(bytes.size(), [&](std::span<std::byte> room) {
+    if (!bytes.empty()) std::memcpy(room.data(), bytes.data(), bytes.size());
+    return bytes.size();
+  });
 }
 
 bool TcpConnection::send(std::span<const std::byte> head, std::span<const std::byte> body) {
-  if (state_ != State::open) return false;
-  queue_.append(head);
-  queue_.append(body);
-  sent();
-  return true;
+  return send_in_place(head.size() + body.size(), [&](std::span<std::byte> room) {
+    if (!head.empty()) std::memcpy(room.data(), head.data(), head.size());
+    if (!body.empty()) std::memcpy(room.data() + head.size(), body.data(), body.size());
+    return room.size();
+  });
 }
 
-std::span<std::byte> TcpConnection::reserve_send(std::size_t size) { return queue_.append_space(size); }
+std::span<std::byte> TcpConnection::reserve_send(std::size_t size) {
+  // Straight in the transport's memory (a shared-memory ring) when nothing of
+  // ours waits to go before it: the message is then written exactly once.
+  if (transport_ && !queue_.has_pending() && !queue_.in_flight()) {
+    const std::span<std::byte> room = transport_->reserve_output(size);
+    reserved_in_transport_ = !room.empty();
+    if (reserved_in_transport_) return room;
+  }
+  return queue_.append_space(size);
+}
 
-void TcpConnection::commit_send(std::size_t unused) {
-  queue_.give_back(unused);
+void TcpConnection::commit_send(std::size_t reserved, std::size_t used) {
+  if (std::exchange(reserved_in_transport_, false)) {
+    transport_->commit_output(used);
+    built_in_place_ += used;
+  } else {
+    queue_.give_back(reserved - used);
+  }
   sent();
+}
+
+void TcpConnection::write_in_place() {
+  boost::system::error_code ec;
+  transport_->write_some({}, ec);  // publishes what was built, with no bytes of its own
+  const std::size_t bytes = std::exchange(built_in_place_, 0);
+  if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
+    asio::post(socket_.get_executor(), [self = shared_from_this(), ec] { self->on_write(ec, 0); });
+    return;
+  }
+  if (in_flush_completion_) {  // as flush(): no recursion once per message
+    asio::post(socket_.get_executor(), [self = shared_from_this(), bytes] { self->report_written(bytes); });
+    return;
+  }
+  in_flush_completion_ = true;
+  report_written(bytes);
+  in_flush_completion_ = false;
 }
 
 void TcpConnection::sent() {
@@ -325,6 +359,9 @@ bool TcpConnection::send_borrowed(std::span<const std::byte> bytes) {
 }
 
 void TcpConnection::maybe_flush() {
+  // What was built in place comes first: nothing was queued when it was.
+  if (built_in_place_ > 0) write_in_place();
+  if (state_ == State::closed) return;
   // One write at a time: a second async_write on the socket would interleave bytes.
   if (!queue_.in_flight() && queue_.has_pending()) flush();
 }
@@ -405,13 +442,17 @@ void TcpConnection::write_rest(std::size_t already) {
 void TcpConnection::on_write(const boost::system::error_code& ec, std::size_t /*n*/) {
   if (state_ == State::closed) return;
   if (ec) return finish({CloseReason::Kind::io_error, ec.message(), ec});
-  const std::size_t written = queue_.finish_batch();
+  report_written(queue_.finish_batch());
+}
+
+void TcpConnection::report_written(std::size_t bytes) {
+  if (state_ == State::closed) return;
   active_ = true;
   {
     const Corked corked(*this);  // what the handler sends now goes out together, at its end
     note_output_shrank();        // first: on_written sees whether output is still full
     if (state_ == State::closed) return;
-    handler_->on_written(*this, written);
+    handler_->on_written(*this, bytes);
   }
   if (state_ == State::flushing && !queue_.in_flight()) half_close();
 }
@@ -516,7 +557,7 @@ void TcpConnection::finish(CloseReason reason) {
   input_->stop();  // before the close: an io_uring receive holds the socket open until cancelled
   close_without_cancel(socket_);  // on io_uring, a close that cancels nothing
   if (own_wait_) close_without_cancel(*own_wait_);
-  reason.unsent_bytes = queue_.queued_bytes();
+  reason.unsent_bytes = queue_.queued_bytes() + std::exchange(built_in_place_, 0);
   queue_.clear();
   handler_->on_close(*this, reason);
   if (close_observer_) close_observer_(*this);

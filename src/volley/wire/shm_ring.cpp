@@ -116,6 +116,18 @@ std::size_t ShmRingWriter::copy_in(std::span<const std::byte> bytes, std::error_
   return n;
 }
 
+std::span<std::byte> ShmRingWriter::reserve(std::size_t size, std::error_code& ec) {
+  ec.clear();
+  const std::size_t at = static_cast<std::size_t>(written_) & (capacity_ - 1);
+  if (size == 0 || size > capacity_ - at) return {};  // it would wrap: copy_in() splits it instead
+  std::size_t free = capacity_ - static_cast<std::size_t>(written_ - known_read_);
+  if (free < size) free = room(ec);
+  if (ec || free < size) return {};
+  return {data_ + at, size};
+}
+
+void ShmRingWriter::commit(std::size_t used) noexcept { written_ += used; }
+
 void ShmRingWriter::publish() {
   // Sequentially consistent: the reader_needs_doorbell() load that follows
   // must not be ordered before it (the other half of ask_for_doorbell()).
