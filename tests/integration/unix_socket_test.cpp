@@ -144,6 +144,8 @@ TEST(UnixSocket, TheServerToolSetsTheModeNamesTheSocketAndRemovesItAtTheEnd) {
                           "--json", "--no-progress"},
                          "echo-server");
   EXPECT_EQ(server.unix_address(), "unix:" + path);
+  const std::string out = server.process().stdout_text();
+  EXPECT_EQ(out.substr(0, out.find('\n')), "listening unix unix:" + path) << "plain bytes on a Unix socket are not TCP";
   struct stat st{};
   ASSERT_EQ(::lstat(path.c_str(), &st), 0);
   EXPECT_TRUE(S_ISSOCK(st.st_mode));

@@ -251,12 +251,13 @@ int run_echo_server(const EchoServerOptions& o) {
   });
   for (auto& u : udp) u->start();
   server.on_ready([&] {
+    const std::string proto = udp.empty() ? served_proto(o.listen, to_string(o.proto)) : std::string(to_string(o.proto));
     if (udp.empty())
-      announce_server(to_string(o.proto), server, o.listen.port_file);
+      announce_server(proto, server, o.listen.port_file);
     else
-      announce_listening(to_string(o.proto), o.listen.bind, port, o.listen.port_file);
+      announce_listening(proto, o.listen.bind, port, o.listen.port_file);
     spdlog::info("volley echo-server: {} on {}, {} worker threads ({}){}, receive path {}",
-                 to_string(o.proto), udp.empty() ? server.listening_text() : endpoint_text(o.listen.bind, port), workers.size(), net::to_string(o.design),
+                 proto, udp.empty() ? server.listening_text() : endpoint_text(o.listen.bind, port), workers.size(), net::to_string(o.design),
                  o.busy_poll ? ", busy-poll" : "", net::to_string(workers.receive_path()));
     metrics.start();
     if (o.progress) progress.start();

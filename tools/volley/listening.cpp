@@ -192,4 +192,10 @@ void announce_server(std::string_view proto, const net::Server& server, const st
   std::fflush(stdout);
 }
 
+std::string served_proto(const ListenFlags& listen, std::string_view proto) {
+  if (listen.shm.on) return "shm";
+  if (!listen.unix_path.empty() && proto == "tcp") return "unix";
+  return std::string(proto);
+}
+
 }  // namespace volley::tools

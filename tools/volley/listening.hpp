@@ -73,5 +73,9 @@ void announce_listening(std::string_view proto, const std::string& address, std:
 // The same for a net::Server: "listening PROTO ADDRESS:PORT", or
 // "listening PROTO unix:PATH" (whose port file holds that address).
 void announce_server(std::string_view proto, const net::Server& server, const std::string& port_file);
+// What a stream server's listening line and log call its protocol: `proto`
+// (tcp, tls, ws, wss), except shm with --shm and unix for plain bytes on a
+// Unix socket, which are not TCP.
+std::string served_proto(const ListenFlags& listen, std::string_view proto);
 
 }  // namespace volley::tools

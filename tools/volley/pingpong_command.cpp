@@ -117,8 +117,9 @@ int run_pingpong(const PingPongOptions& o) {
     connections.push_back(std::make_shared<net::TcpConnection>(std::move(socket), std::move(session), limits,
                                                                transport ? transport() : nullptr));
   }
-  spdlog::info("group {}: {} client(s) on {} loop(s){} connected to {}:{}{}", o.group, clients, loops.size(),
-               o.busy_poll ? " (busy-poll)" : "", o.address, o.port, transport ? " over " + listening_proto(o.tls.tls, o.ws) : std::string());
+  spdlog::info("group {}: {} client(s) on {} loop(s){} connected to {}{}", o.group, clients, loops.size(),
+               o.busy_poll ? " (busy-poll)" : "", endpoint_text(o.address, o.port),
+               o.shm.on ? " over shared memory" : transport ? " over " + listening_proto(o.tls.tls, o.ws) : std::string());
   for (std::size_t i = 0; i < clients; ++i)
     asio::post(loops.loop(i % loops.size()), [c = connections[i]] { c->start(); });
   loops.start();

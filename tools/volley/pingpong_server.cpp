@@ -219,11 +219,12 @@ int run_server(const ServerOptions& o) {
     last_messages = messages;
   });
   server.on_ready([&] {
-    announce_server(listening_proto(o.tls.tls, o.ws), server, o.listen.port_file);
+    const std::string proto = served_proto(o.listen, listening_proto(o.tls.tls, o.ws));
+    announce_server(proto, server, o.listen.port_file);
     spdlog::info(
         "volley pingpong-server on {} ({}, {} framing, {} worker threads ({}){}, receive path {}, "
         "heartbeat {} ms x {})",
-        server.listening_text(), listening_proto(o.tls.tls, o.ws), flags.framing, server.threads(),
+        server.listening_text(), proto, flags.framing, server.threads(),
         net::to_string(o.design), o.busy_poll ? ", busy-poll" : "", net::to_string(server.workers().receive_path()),
         flags.heartbeat_ms, flags.heartbeat_misses);
     metrics.start();

@@ -123,10 +123,10 @@ int run_server(const RpcOptions& o) {
         });
   });
   server.on_ready([&] {
-    announce_server(listening_proto(o.server_tls.tls, o.ws), server, o.listen.port_file);
+    const std::string proto = served_proto(o.listen, listening_proto(o.server_tls.tls, o.ws));
+    announce_server(proto, server, o.listen.port_file);
     metrics.start();
-    spdlog::info("volley rpc-server on {} ({}, {} worker threads, {}, receive path {})",
-                 server.listening_text(), listening_proto(o.server_tls.tls, o.ws),
+    spdlog::info("volley rpc-server on {} ({}, {} worker threads, {}, receive path {})", server.listening_text(), proto,
                  server.threads(), net::to_string(o.design), net::to_string(server.workers().receive_path()));
   });
   server.on_stop([&] { metrics.stop(); });

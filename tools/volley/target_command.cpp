@@ -146,10 +146,11 @@ int run_target(const TargetOptions& o) {
     last = now;
   });
   server.on_ready([&] {
-    announce_server(listening_proto(o.tls.tls, o.ws), server, o.listen.port_file);
+    const std::string proto = served_proto(o.listen, listening_proto(o.tls.tls, o.ws));
+    announce_server(proto, server, o.listen.port_file);
     spdlog::info("volley target listening on {} ({}, {} worker threads, {}, receive path {}, handler {}, "
                  "reply {})",
-                 server.listening_text(), listening_proto(o.tls.tls, o.ws), server.threads(),
+                 server.listening_text(), proto, server.threads(),
                  net::to_string(o.design), net::to_string(server.workers().receive_path()), to_string(o.handler),
                  to_string(o.reply));
     metrics.start();
