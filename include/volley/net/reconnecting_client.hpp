@@ -1,10 +1,12 @@
 #pragma once
 // A client session that keeps itself connected: it reconnects with exponential
-// backoff and jitter, and keeps what it is given while it cannot send (the
+// backoff and jitter, to one server or to the next of several
+// (server_picker.hpp), and keeps what it is given while it cannot send (the
 // peer is away, or the connection is over its high-water mark) in a bounded
-// outbox, delivered in order once it can. A send it cannot keep is refused and
-// says so; nothing it accepted is dropped silently. Lives on one loop: every
-// member function must be called on that loop's thread.
+// outbox, delivered in order once it can, on whichever server it reaches. A
+// send it cannot keep is refused and says so; nothing it accepted is dropped
+// silently. Lives on one loop: every member function must be called on that
+// loop's thread.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -23,16 +25,24 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <volley/net/backoff.hpp>
+#include <volley/net/server_picker.hpp>
 #include <volley/net/session.hpp>
 #include <volley/net/unix_socket.hpp>
 
 namespace volley::net {
 
 struct ReconnectingClientOptions {
-  // An IP address, a host name (resolved once, at start()), or a Unix socket
+  // One server: an IP address, a host name, or a Unix socket
   // ("unix:/run/svc.sock", unix_socket.hpp; `port` is then not used).
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
+  // Several servers instead of host and port: "HOST:PORT" ("10.0.0.7:9000",
+  // "[::1]:9000", "svc.internal:9000") or a Unix address. A host name (here
+  // or in `host`) stands for every address it resolves to, and is resolved
+  // again, without blocking the loop, while the client waits to reconnect:
+  // DNS-based discovery. Tried as server_policy says (server_picker.hpp).
+  std::vector<std::string> servers;
+  ServerPolicy server_policy = ServerPolicy::first;
   std::chrono::milliseconds connect_timeout{2000};
   BackoffOptions backoff{};
   std::size_t outbox_messages = 4096;
@@ -47,11 +57,22 @@ struct ReconnectingClientOptions {
   // for plain TCP. Its handshake counts against connect_timeout, and a failed
   // one is a failed attempt.
   std::function<std::unique_ptr<StreamTransport>()> make_transport;
+  // Seeds the backoff's jitter, and picks round_robin's first server
+  // (jitter_seed % servers): clients given consecutive seeds spread evenly.
   std::uint64_t jitter_seed = 0x5eed;
+};
+
+// One server address the client tried.
+struct ServerStats {
+  std::string address;  // "192.0.2.7:9000", "[::1]:9000", "unix:/run/svc.sock"
+  std::uint64_t connects = 0;
+  std::uint64_t failed_attempts = 0;
 };
 
 struct ReconnectingClientStats {
   std::uint64_t connects = 0;
+  // Connections opened on another address than the connection before them.
+  std::uint64_t failovers = 0;
   // Connects whose TLS handshake resumed the session an earlier one was issued.
   std::uint64_t resumed_connects = 0;
   std::uint64_t failed_attempts = 0;
@@ -62,10 +83,13 @@ struct ReconnectingClientStats {
   // Messages still waiting in the outbox when stop() was called (no
   // connection could take them then): never sent.
   std::uint64_t outbox_dropped = 0;
+  // Every address tried, in the order first tried.
+  std::vector<ServerStats> servers;
 };
 
 class ReconnectingClient final : private SessionEvents {
  public:
+  using Clock = std::chrono::steady_clock;
   // The session's events (SessionEvents' names, one vocabulary), plus failed
   // attempts. Each may be left out (designated initializers: set only those you need).
   struct Callbacks {
@@ -77,9 +101,10 @@ class ReconnectingClient final : private SessionEvents {
     std::function<void(bool congested)> on_backpressure{};
     // An open connection closed; a reconnect follows unless stop() was called.
     std::function<void(const CloseReason&)> on_close{};
-    // An attempt failed before the connection opened: the connect's error,
-    // std::errc::timed_out, std::errc::connection_refused (the socket connected
-    // to itself: nothing listens on the port), or the handshake's CloseReason::error.
+    // An attempt failed before the connection opened (server() says where):
+    // the connect's error, std::errc::timed_out, std::errc::connection_refused
+    // (the socket connected to itself: nothing listens on the port), the
+    // handshake's CloseReason::error, or the resolver's (no address at all).
     // The next attempt comes after `delay`.
     std::function<void(const std::error_code& error, std::chrono::milliseconds delay)> on_connect_failed{};
   };
@@ -103,14 +128,41 @@ class ReconnectingClient final : private SessionEvents {
   std::size_t outbox_messages() const noexcept { return outbox_.size(); }
   std::size_t outbox_bytes() const noexcept { return outbox_bytes_; }
   const ReconnectingClientStats& stats() const noexcept { return stats_; }
+  // The address of the connection (or the attempt) now or last; empty before the first.
+  const std::string& server() const noexcept { return server_; }
   // The live session, or null while disconnected.
   Session* session() noexcept { return session_; }
 
  private:
+  // Where an attempt goes: a Unix socket, or a TCP endpoint.
+  struct Target {
+    std::string address;  // for reports (ServerStats::address)
+    std::optional<UnixAddress> unix;
+    boost::asio::ip::tcp::endpoint endpoint;
+  };
+  // A server as given: a literal address is its own target; a name is resolved.
+  struct Configured {
+    std::string host;
+    std::uint16_t port = 0;
+    std::optional<Target> literal;
+  };
+  static Configured configure(const std::string& host, std::uint16_t port);
+  // The servers' addresses, in the order given: the literal ones, and what
+  // the resolver said for each name (`resolved`, one list per configured_).
+  std::vector<Target> targets_from(const std::vector<std::vector<Target>>& resolved) const;
+  // A new list of addresses (unless it is the same, or empty): a fresh picker.
+  void use_targets(std::vector<Target> targets);
+  // Resolves the names again while the client waits, one after another from
+  // configured_[i]; the result is used before the next attempt.
+  void resolve_again();
+  void resolve_from(std::size_t i, std::shared_ptr<std::vector<std::vector<Target>>> resolved);
+  ServerStats& stats_of(const std::string& address);
   void connect();
   void on_connect(const boost::system::error_code& ec);
-  // After a failed attempt (`why` set) or a lost connection (`why` empty).
-  void schedule_reconnect(const std::error_code& why);
+  void attempt_failed(const std::error_code& why);
+  // Waits as the picker said, then connects. `why`: a failed attempt's error.
+  void schedule_reconnect(ServerPicker::Next next, const std::error_code& why);
+  double draw() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
   void drain_outbox();
 
   // SessionEvents
@@ -123,10 +175,16 @@ class ReconnectingClient final : private SessionEvents {
   ReconnectingClientOptions options_;
   Callbacks callbacks_;
   std::unique_ptr<SessionCodec> validator_;  // frames nothing; checks payloads that go to the outbox
-  Backoff backoff_;
   std::mt19937_64 rng_;
-  boost::asio::ip::tcp::endpoint endpoint_;
-  std::optional<UnixAddress> unix_;  // connects there instead of endpoint_
+  std::vector<Configured> configured_;  // options' servers, or host and port
+  std::vector<Target> targets_;
+  std::optional<std::vector<Target>> pending_targets_;  // resolved again, not yet used
+  std::optional<ServerPicker> picker_;
+  std::size_t target_ = 0;             // the attempt's, or the connection's, in targets_
+  std::string server_;                 // its address
+  std::string last_opened_;            // the address the last connection opened on
+  std::error_code resolve_error_;      // why targets_ is empty
+  std::shared_ptr<boost::asio::ip::tcp::resolver> resolver_;  // while resolving again
   std::unique_ptr<boost::asio::ip::tcp::socket> socket_;  // while connecting
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer connect_timer_;

@@ -1,8 +1,13 @@
 #include <volley/net/reconnecting_client.hpp>
 
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
 #include <boost/asio/post.hpp>
 
 #include <volley/net/close_without_cancel.hpp>
+#include <volley/net/tcp_connect.hpp>
 
 namespace volley::net {
 
@@ -14,45 +19,139 @@ ReconnectingClient::ReconnectingClient(asio::io_context& loop, ReconnectingClien
       options_(std::move(options)),
       callbacks_(std::move(callbacks)),
       validator_(options_.make_codec()),
-      backoff_(options_.backoff),
       rng_(options_.jitter_seed),
       retry_timer_(loop),
-      connect_timer_(loop) {}
+      connect_timer_(loop) {
+  if (options_.servers.empty()) configured_.push_back(configure(options_.host, options_.port));
+  for (const std::string& text : options_.servers) {
+    std::string host;
+    std::uint16_t port = 0;
+    if (!split_server_address(text, host, port))
+      throw std::invalid_argument("volley: server \"" + text + "\" is neither HOST:PORT nor a Unix address");
+    configured_.push_back(configure(host, port));
+  }
+}
+
+ReconnectingClient::Configured ReconnectingClient::configure(const std::string& host, std::uint16_t port) {
+  Configured c{host, port, std::nullopt};
+  if (auto unix_address = parse_unix_address(host)) {
+    c.literal = Target{unix_address->text(), std::move(unix_address), {}};
+    return c;
+  }
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  if (!ec) c.literal = Target{endpoint_text({address, port}), std::nullopt, {address, port}};
+  return c;  // a name otherwise: resolved
+}
 
 ReconnectingClient::~ReconnectingClient() {
   // Handlers still queued on the loop see alive_ expired and touch nothing.
   alive_.reset();
   callbacks_ = {};
   stopping_ = true;
+  if (resolver_) resolver_->cancel();
   if (socket_) close_without_cancel(*socket_);  // a connect in flight
   if (connection_) connection_->abort({CloseReason::Kind::local_close, "client destroyed"});
 }
 
 void ReconnectingClient::start() {
-  unix_ = parse_unix_address(options_.host);
-  if (unix_) return connect();
-  boost::system::error_code ec;
-  const auto address = asio::ip::make_address(options_.host, ec);
-  if (!ec) {
-    endpoint_ = {address, options_.port};
-  } else {
-    // Names are resolved once, here: a reconnect must not block the loop on DNS.
-    asio::ip::tcp::resolver resolver(loop_);
-    const auto results = resolver.resolve(options_.host, std::to_string(options_.port));
-    endpoint_ = *results.begin();
+  // The first resolution blocks (once, here); later ones run while the client waits.
+  std::vector<std::vector<Target>> resolved(configured_.size());
+  asio::ip::tcp::resolver resolver(loop_);
+  for (std::size_t i = 0; i < configured_.size(); ++i) {
+    if (configured_[i].literal) continue;
+    boost::system::error_code ec;
+    const auto results = resolver.resolve(configured_[i].host, std::to_string(configured_[i].port),
+                                          asio::ip::tcp::resolver::numeric_service, ec);
+    if (ec) resolve_error_ = ec;
+    for (const auto& entry : results) resolved[i].push_back({endpoint_text(entry.endpoint()), std::nullopt, entry.endpoint()});
   }
+  use_targets(targets_from(resolved));
   connect();
+}
+
+std::vector<ReconnectingClient::Target> ReconnectingClient::targets_from(
+    const std::vector<std::vector<Target>>& resolved) const {
+  std::vector<Target> targets;
+  const auto add = [&targets](const Target& t) {
+    for (const Target& known : targets)
+      if (known.address == t.address) return;  // two names for one address: tried once
+    targets.push_back(t);
+  };
+  for (std::size_t i = 0; i < configured_.size(); ++i) {
+    if (configured_[i].literal) add(*configured_[i].literal);
+    for (const Target& t : resolved[i]) add(t);
+  }
+  return targets;
+}
+
+void ReconnectingClient::use_targets(std::vector<Target> targets) {
+  // The resolver found nothing this time: stale addresses beat none.
+  if (targets.empty() && !targets_.empty()) return;
+  const bool same = picker_ && targets.size() == targets_.size() &&
+                    std::equal(targets.begin(), targets.end(), targets_.begin(),
+                               [](const Target& a, const Target& b) { return a.address == b.address; });
+  if (same) return;  // the picker keeps what it knows of each
+  targets_ = std::move(targets);
+  picker_.emplace(std::max<std::size_t>(targets_.size(), 1), options_.server_policy, options_.backoff,
+                  options_.jitter_seed);
+  target_ = picker_->first();
+}
+
+void ReconnectingClient::resolve_again() {
+  if (resolver_) return;  // already on it
+  const bool any_name = std::any_of(configured_.begin(), configured_.end(), [](const Configured& c) { return !c.literal; });
+  if (!any_name) return;
+  resolver_ = std::make_shared<asio::ip::tcp::resolver>(loop_);
+  resolve_from(0, std::make_shared<std::vector<std::vector<Target>>>(configured_.size()));
+}
+
+void ReconnectingClient::resolve_from(std::size_t i, std::shared_ptr<std::vector<std::vector<Target>>> resolved) {
+  while (i < configured_.size() && configured_[i].literal) ++i;
+  if (i == configured_.size()) {
+    resolver_.reset();
+    pending_targets_ = targets_from(*resolved);  // used before the next attempt, not during one
+    return;
+  }
+  std::weak_ptr<bool> alive = alive_;
+  resolver_->async_resolve(configured_[i].host, std::to_string(configured_[i].port),
+                           asio::ip::tcp::resolver::numeric_service,
+                           [this, alive, i, resolved](const boost::system::error_code& ec,
+                                                      const asio::ip::tcp::resolver::results_type& results) {
+                             if (alive.expired() || ec == asio::error::operation_aborted) return;
+                             if (ec) resolve_error_ = ec;
+                             for (const auto& entry : results)
+                               (*resolved)[i].push_back({endpoint_text(entry.endpoint()), std::nullopt, entry.endpoint()});
+                             resolve_from(i + 1, resolved);
+                           });
+}
+
+ServerStats& ReconnectingClient::stats_of(const std::string& address) {
+  for (ServerStats& s : stats_.servers)
+    if (s.address == address) return s;
+  stats_.servers.push_back({address, 0, 0});
+  return stats_.servers.back();
 }
 
 void ReconnectingClient::connect() {
   socket_ = std::make_unique<asio::ip::tcp::socket>(loop_);
   connect_timed_out_ = false;
   std::weak_ptr<bool> alive = alive_;
-  if (unix_) {
+  if (targets_.empty()) {  // no name resolved yet
+    socket_.reset();
+    const std::error_code why = resolve_error_ ? resolve_error_ : std::make_error_code(std::errc::host_unreachable);
+    asio::post(loop_, [this, alive, why] {
+      if (!alive.expired() && !stopping_) attempt_failed(why);
+    });
+    return;
+  }
+  const Target& target = targets_[target_];
+  server_ = target.address;
+  if (target.unix) {
     // A Unix connect is done (or refused) at once; its outcome is handled on
     // the loop's next turn, as a TCP connect's would be.
     std::error_code error;
-    const int fd = connect_unix(*unix_, error);
+    const int fd = connect_unix(*target.unix, error);
     boost::system::error_code ec = error;
     if (fd >= 0) socket_->assign(asio::ip::tcp::v4(), fd, ec);
     asio::post(loop_, [this, alive, ec] {
@@ -66,7 +165,7 @@ void ReconnectingClient::connect() {
     connect_timed_out_ = true;
     close_without_cancel(*socket_);  // completes the connect with an error
   });
-  socket_->async_connect(endpoint_, [this, alive](const boost::system::error_code& ec) {
+  socket_->async_connect(target.endpoint, [this, alive](const boost::system::error_code& ec) {
     if (alive.expired()) return;
     on_connect(ec);
   });
@@ -80,18 +179,17 @@ void ReconnectingClient::on_connect(const boost::system::error_code& ec) {
   }
   if (ec || connect_timed_out_) {  // a connect that won the race with its timeout is closed all the same
     socket_.reset();
-    ++stats_.failed_attempts;
-    schedule_reconnect(connect_timed_out_ ? std::make_error_code(std::errc::timed_out) : std::error_code(ec));
+    attempt_failed(connect_timed_out_ ? std::make_error_code(std::errc::timed_out) : std::error_code(ec));
     return;
   }
   boost::system::error_code local_error, remote_error;
-  if (!unix_ && socket_->local_endpoint(local_error) == socket_->remote_endpoint(remote_error) && !local_error && !remote_error) {
+  if (!targets_[target_].unix && socket_->local_endpoint(local_error) == socket_->remote_endpoint(remote_error) &&
+      !local_error && !remote_error) {
     // Nobody listens on the port and the kernel picked that very port as the
     // source: TCP's simultaneous open connected the socket to itself. It would
     // hold the port the server needs; drop it and try again.
     socket_.reset();
-    ++stats_.failed_attempts;
-    schedule_reconnect(std::make_error_code(std::errc::connection_refused));
+    attempt_failed(std::make_error_code(std::errc::connection_refused));
     return;
   }
   auto session = std::make_unique<Session>(options_.make_codec(), options_.session, static_cast<SessionEvents&>(*this));
@@ -106,13 +204,22 @@ void ReconnectingClient::on_connect(const boost::system::error_code& ec) {
   connection_->start();
 }
 
-void ReconnectingClient::schedule_reconnect(const std::error_code& why) {
-  const auto delay = backoff_.next(std::uniform_real_distribution<double>(0.0, 1.0)(rng_));
-  if (why && callbacks_.on_connect_failed) callbacks_.on_connect_failed(why, delay);
+void ReconnectingClient::attempt_failed(const std::error_code& why) {
+  ++stats_.failed_attempts;
+  if (!targets_.empty()) ++stats_of(server_).failed_attempts;
+  schedule_reconnect(picker_->after_failed_attempt(target_, Clock::now(), draw()), why);
+}
+
+void ReconnectingClient::schedule_reconnect(ServerPicker::Next next, const std::error_code& why) {
+  target_ = next.server;
+  if (why && callbacks_.on_connect_failed) callbacks_.on_connect_failed(why, next.delay);
+  // A wait is a round's end (or a lost connection): time to ask the resolver again.
+  if (next.delay.count() > 0 || !why) resolve_again();
   std::weak_ptr<bool> alive = alive_;
-  retry_timer_.expires_after(delay);
+  retry_timer_.expires_after(next.delay);
   retry_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
     if (ec || alive.expired() || stopping_) return;
+    if (pending_targets_) use_targets(*std::exchange(pending_targets_, std::nullopt));
     connect();
   });
 }
@@ -161,10 +268,13 @@ void ReconnectingClient::stop() {
 
 void ReconnectingClient::on_open(Session& session) {
   ++stats_.connects;
+  ++stats_of(server_).connects;
+  if (!last_opened_.empty() && last_opened_ != server_) ++stats_.failovers;
+  last_opened_ = server_;
+  picker_->opened(target_);
   if (const TcpConnection* c = session.connection(); c != nullptr && c->transport() != nullptr)
     if (c->transport()->resumed_session()) ++stats_.resumed_connects;
   session_opened_ = true;
-  backoff_.reset();
   if (callbacks_.on_open) callbacks_.on_open();
   drain_outbox();
 }
@@ -183,9 +293,12 @@ void ReconnectingClient::on_close(Session& /*session*/, const CloseReason& reaso
   if (reason.kind == CloseReason::Kind::handshake_failed || !session_opened_) {
     // Never connected (the handshake failed, or stop() ended it): a failed
     // attempt, not a disconnect.
-    ++stats_.failed_attempts;
     asio::post(loop_, [c = std::move(connection_)] {});
-    if (!stopping_) schedule_reconnect(reason.error ? reason.error : std::make_error_code(std::errc::connection_aborted));
+    if (stopping_) {
+      ++stats_.failed_attempts;
+      return;
+    }
+    attempt_failed(reason.error ? reason.error : std::make_error_code(std::errc::connection_aborted));
     return;
   }
   ++stats_.disconnects;
@@ -193,7 +306,7 @@ void ReconnectingClient::on_close(Session& /*session*/, const CloseReason& reaso
   // The connection is mid-call (this runs inside it): let it go on the next turn of the loop.
   asio::post(loop_, [c = std::move(connection_)] {});
   if (callbacks_.on_close) callbacks_.on_close(reason);
-  if (!stopping_) schedule_reconnect({});
+  if (!stopping_) schedule_reconnect(picker_->after_lost_connection(target_, Clock::now(), draw()), {});
 }
 
 }  // namespace volley::net

@@ -8,6 +8,8 @@
 #include <boost/asio/strand.hpp>
 #include <spdlog/spdlog.h>
 
+#include <volley/net/tcp_connect.hpp>
+
 namespace volley::net {
 
 namespace asio = boost::asio;
@@ -55,10 +57,7 @@ asio::ip::tcp::endpoint Server::local_endpoint() const {
 
 std::string Server::listening_text() const {
   if (tcp_ && tcp_->unix_address()) return tcp_->unix_address()->text();
-  const auto endpoint = local_endpoint();
-  const std::string address = endpoint.address().to_string();
-  return endpoint.address().is_v6() ? "[" + address + "]:" + std::to_string(endpoint.port())
-                                    : address + ":" + std::to_string(endpoint.port());
+  return endpoint_text(local_endpoint());
 }
 
 void Server::on_ready(std::function<void()> step) { ready_steps_.push_back(std::move(step)); }

@@ -67,5 +67,37 @@ asio::ip::tcp::socket connect_tcp(asio::io_context& loop, const std::string& hos
   return socket;
 }
 
+std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint) {
+  const std::string address = endpoint.address().to_string();
+  const std::string port = std::to_string(endpoint.port());
+  return endpoint.address().is_v6() ? "[" + address + "]:" + port : address + ":" + port;
+}
+
+bool split_server_address(std::string_view text, std::string& host, std::uint16_t& port) {
+  if (parse_unix_address(std::string(text))) {
+    host = text;
+    port = 0;
+    return true;
+  }
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size()) return false;
+  std::string_view name = text.substr(0, colon);
+  if (name.front() == '[') {
+    if (name.size() < 3 || name.back() != ']') return false;
+    name = name.substr(1, name.size() - 2);
+  } else if (name.find(':') != std::string_view::npos) {
+    return false;  // an IPv6 address needs its brackets
+  }
+  unsigned value = 0;
+  for (const char c : text.substr(colon + 1)) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<unsigned>(c - '0');
+    if (value > 65535) return false;
+  }
+  if (value == 0) return false;
+  host = name;
+  port = static_cast<std::uint16_t>(value);
+  return true;
+}
 
 }  // namespace volley::net

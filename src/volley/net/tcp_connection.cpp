@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include <volley/net/close_without_cancel.hpp>
+#include <volley/net/tcp_connect.hpp>
 #include <volley/net/unix_socket.hpp>
 #include "connection_input.hpp"
 
@@ -56,8 +57,7 @@ TcpConnection::TcpConnection(asio::ip::tcp::socket socket, std::unique_ptr<Strea
     return;
   }
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
-  peer_ = remote_.address().is_v6() ? fmt::format("[{}]:{}", remote_.address().to_string(), remote_.port())
-                                    : fmt::format("{}:{}", remote_.address().to_string(), remote_.port());
+  peer_ = endpoint_text(remote_);
 }
 
 // Out of line: the handler may be a type only the .cpp files know well.
