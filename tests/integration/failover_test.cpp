@@ -207,6 +207,41 @@ TEST(Failover, RoundRobinClientsSpreadAndThoseOfAKilledServerMoveToTheOthers) {
     if (i != victim) three.servers[i]->stop();
 }
 
+// Servers on one port with --reuse-port: the second starts beside the first
+// (one without the flag is refused, and told why), the kernel spreads 40
+// connections over both, and once one has stopped the other takes every new
+// connection: a new version can start before the old one stops.
+TEST(ReusePort, ServersShareAPortAndTheOneLeftTakesEveryNewConnection) {
+  TempDir dir;
+  RunningPingPongServer first(dir, {"--reuse-port"}, 0, "first");
+  const int port = first.port();
+  ASSERT_GT(port, 0);
+  RunningPingPongServer second(dir, {"--reuse-port"}, port, "second");
+  ASSERT_EQ(second.port(), port);
+
+  ChildProcess refused({bin("volley"), "pingpong-server", "-p", std::to_string(port)}, dir.file("refused"));
+  EXPECT_NE(refused.wait_for(10s).value_or(0), 0);
+  EXPECT_NE(refused.stderr_text().find("cannot listen on 127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << refused.stderr_text();
+  EXPECT_NE(refused.stderr_text().find("--reuse-port"), std::string::npos) << refused.stderr_text();
+
+  const auto clients = [&](int n, const std::string& name) {
+    ChildProcess c({bin("volley"), "pingpong", "-p", std::to_string(port), "-g", "3", "-c", std::to_string(n), "-m",
+                    "10", "--no-progress"},
+                   dir.file(name));
+    EXPECT_EQ(c.wait_for(30s).value_or(-1), 0) << c.stderr_text();
+  };
+  clients(40, "forty");
+  const auto second_report = second.stop();
+  const std::uint64_t on_second = json_u64(second_report, "sessions");
+  EXPECT_GT(on_second, 0u) << "the kernel gave the second server none of 40";
+  EXPECT_LT(on_second, 40u) << "the kernel gave the first server none of 40";
+  clients(10, "ten");
+  const auto first_report = first.stop();
+  EXPECT_EQ(json_u64(first_report, "sessions"), 40 - on_second + 10) << "every new connection to the one left";
+  EXPECT_EQ(json_u64(first_report, "messages_in"), json_u64(first_report, "messages_out"));
+}
+
 // Addresses as a client is given them.
 TEST(Failover, ServerAddressesAreHostPortOrUnixAndAnythingElseIsRefused) {
   std::string host;

@@ -65,6 +65,9 @@ void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
          "process's umask leaves them)")
       ->type_name("MODE")
       ->default_str("umask");
+  cmd.add_flag("--reuse-port", flags.reuse_port,
+               "Share the port with other servers that set it too (SO_REUSEPORT): the kernel spreads new "
+               "connections among them, so a new version starts beside the old before the old one stops");
   cmd.add_option("--port-file", flags.port_file,
                  "Once ready, write the port listened on to this file (atomically: whole or not at all; with --unix, "
                  "the socket's address)")
@@ -155,7 +158,8 @@ net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads,
                                 std::chrono::milliseconds(static_cast<std::int64_t>(flags.max_queued_timeout_s * 1000)),
                             .idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.idle_timeout_s * 1000))},
           .max_connections = flags.max_connections,
-          .unix_mode = flags.unix_mode};
+          .unix_mode = flags.unix_mode,
+          .reuse_port = flags.reuse_port};
 }
 
 namespace {

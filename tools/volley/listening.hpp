@@ -36,9 +36,10 @@ struct ListenFlags {
   std::string unix_path{};  // --unix: listen on this Unix socket instead ("@NAME": abstract)
   int unix_mode = -1;     // --unix-mode
   ShmFlags shm{};         // --shm, --shm-spin: the connections' bytes through shared memory (apply_shm)
+  bool reuse_port = false;  // --reuse-port
 };
 
-// Adds -b/--bind, -p/--port, --unix, --unix-mode, --port-file,
+// Adds -b/--bind, -p/--port, --unix, --unix-mode, --reuse-port, --port-file,
 // --shutdown-timeout, --max-queued, --max-queued-timeout, --max-connections,
 // --idle-timeout and --io to `cmd`, with `flags` holding the defaults.
 void add_listen_flags(CLI::App& cmd, ListenFlags& flags);

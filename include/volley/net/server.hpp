@@ -61,6 +61,10 @@ struct ServerOptions {
   /// A Unix socket file's permissions (0660: its owner and group may
   /// connect); -1 leaves what the umask gives.
   int unix_mode = -1;
+  /// SO_REUSEPORT: several servers (processes) listen on one port and the
+  /// kernel spreads connections among them; each must set it. A new version
+  /// starts beside the old, which then stops without refusing anyone.
+  bool reuse_port = false;
 };
 
 /// One listening TCP server with its own loops: a control loop (accepting,

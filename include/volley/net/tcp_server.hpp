@@ -21,6 +21,14 @@
 
 namespace volley::net {
 
+// How a TCP listening socket is made.
+struct ListenOptions {
+  // SO_REUSEPORT: several processes listen on one port and the kernel
+  // spreads new connections among them (each must set it), so a new
+  // version starts beside the old one before the old one stops.
+  bool reuse_port = false;
+};
+
 class TcpServer {
  public:
   // Makes the protocol handler of a new connection; runs on the worker loop
@@ -35,10 +43,12 @@ class TcpServer {
   // Accepts on `accept_executor`: a loop, or a strand of a thread pool.
   TcpServer(const boost::asio::any_io_executor& accept_executor, LoopPool& workers,
             const boost::asio::ip::tcp::endpoint& endpoint, HandlerFactory factory, ConnectionLimits limits = {},
-            TransportFactory transport = {});
+            TransportFactory transport = {}, ListenOptions listening = {});
   TcpServer(boost::asio::io_context& accept_loop, LoopPool& workers, const boost::asio::ip::tcp::endpoint& endpoint,
-            HandlerFactory factory, ConnectionLimits limits = {}, TransportFactory transport = {})
-      : TcpServer(accept_loop.get_executor(), workers, endpoint, std::move(factory), limits, std::move(transport)) {}
+            HandlerFactory factory, ConnectionLimits limits = {}, TransportFactory transport = {},
+            ListenOptions listening = {})
+      : TcpServer(accept_loop.get_executor(), workers, endpoint, std::move(factory), limits, std::move(transport),
+                  listening) {}
   // Listens on a Unix socket instead (listen_unix: a stale file is replaced,
   // a live server's refused; `mode` >= 0 the file's permissions), and removes
   // its file when it stops. Throws boost::system::system_error.

@@ -42,7 +42,7 @@ void Server::listen(HandlerFactory factory) {
                                        std::move(factory), options_.connection_limits, options_.transport);
   else
     tcp_ = std::make_unique<TcpServer>(control_, workers_, endpoint(), std::move(factory), options_.connection_limits,
-                                       options_.transport);
+                                       options_.transport, ListenOptions{.reuse_port = options_.reuse_port});
   tcp_->set_max_connections(options_.max_connections);
 }
 

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include <volley/net/close_without_cancel.hpp>
+#include <volley/net/tcp_connect.hpp>
 
 namespace volley::net {
 
@@ -30,13 +31,28 @@ TcpServer::TcpServer(const asio::any_io_executor& accept_executor, LoopPool& wor
 
 TcpServer::TcpServer(const asio::any_io_executor& accept_executor, LoopPool& workers,
                      const asio::ip::tcp::endpoint& endpoint, HandlerFactory factory, ConnectionLimits limits,
-                     TransportFactory transport)
+                     TransportFactory transport, ListenOptions listening)
     : TcpServer(accept_executor, workers, std::move(factory), limits, std::move(transport)) {
   protocol_ = endpoint.protocol();
-  acceptor_.open(endpoint.protocol());
-  acceptor_.set_option(asio::socket_base::reuse_address(true));
-  acceptor_.bind(endpoint);
-  acceptor_.listen(asio::socket_base::max_listen_connections);
+  boost::system::error_code ec;
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec && listening.reuse_port) {
+    const int on = 1;
+    if (::setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0)
+      ec.assign(errno, boost::system::system_category());
+  }
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    // The address and the reason, without Asio's source location.
+    const boost::system::error_code plain(ec.value(), ec.category());
+    throw boost::system::system_error(
+        plain, "cannot listen on " + endpoint_text(endpoint) +
+                   (ec == asio::error::address_in_use && !listening.reuse_port
+                        ? " (another server has it; servers share a port only if each sets reuse_port: --reuse-port)"
+                        : ""));
+  }
 }
 
 TcpServer::TcpServer(const asio::any_io_executor& accept_executor, LoopPool& workers, const UnixAddress& address,
