@@ -1,8 +1,10 @@
 // A client that stays connected: heartbeats, reconnection with backoff, and an
 // outbox that keeps messages while the server is away (delivered in order,
 // exactly once, when it is back).
-// Usage: reconnecting_client PORT [COUNT]   against an echo service with checked
-// frames, e.g. `volley pingpong-server --framing checked -p PORT`.
+// Usage: reconnecting_client PORT[,PORT...] [COUNT]   against echo services with
+// checked frames, e.g. `volley pingpong-server --framing checked -p PORT`: with
+// several ports, the first that answers, and the next when it goes.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,14 +20,20 @@ using namespace std::chrono_literals;
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s PORT [COUNT]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s PORT[,PORT...] [COUNT]\n", argv[0]);
     return 2;
   }
   const int count = argc > 2 ? std::atoi(argv[2]) : 100;
   boost::asio::io_context loop;
 
   net::ReconnectingClientOptions options;
-  options.port = static_cast<std::uint16_t>(std::atoi(argv[1]));
+  const std::string ports = argv[1];  // servers on this host
+  for (std::size_t at = 0; at <= ports.size();) {
+    const std::size_t comma = std::min(ports.find(',', at), ports.size());
+    options.servers.push_back("127.0.0.1:" + ports.substr(at, comma - at));
+    at = comma + 1;
+  }
+  options.server_policy = net::ServerPolicy::first;  // in order; round_robin spreads clients
   options.make_codec = [] { return net::make_checked_codec(64 * 1024); };
   options.session.heartbeat_interval = 500ms;  // a silent peer is gone after 3 missed intervals
   options.backoff.initial = 50ms;
@@ -64,7 +72,8 @@ int main(int argc, char** argv) {
     if (!ec) client.stop();
   });
   loop.run();
-  std::printf("echoed %d of %d, %s; connects %llu\n", echoed, count, in_order ? "in order" : "OUT OF ORDER",
-              static_cast<unsigned long long>(client.stats().connects));
+  std::printf("echoed %d of %d, %s; connects %llu, failovers %llu, last server %s\n", echoed, count,
+              in_order ? "in order" : "OUT OF ORDER", static_cast<unsigned long long>(client.stats().connects),
+              static_cast<unsigned long long>(client.stats().failovers), client.server().c_str());
   return echoed == count && in_order ? 0 : 1;
 }

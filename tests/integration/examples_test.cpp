@@ -5,6 +5,8 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <gtest/gtest.h>
 
 #include <volley/wire/byte_order.hpp>
@@ -123,6 +125,28 @@ TEST(Examples, ReconnectingClientGetsEveryQueuedMessageEchoedInOrder) {
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("echoed 300 of 300, in order"), std::string::npos) << out;
   EXPECT_EQ(json_u64(server.stop(), "messages_in"), 300u);
+}
+
+// Two ports, the first with nobody listening: the client goes on to the second.
+TEST(Examples, ReconnectingClientGoesOnToTheNextServerWhenTheFirstDoesNotAnswer) {
+  TempDir dir;
+  // Bound and not listening: the port stays this test's, and connects to it are refused.
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor bound(io);
+  bound.open(boost::asio::ip::tcp::v4());
+  bound.bind({boost::asio::ip::make_address("127.0.0.1"), 0});
+  const int gone_port = bound.local_endpoint().port();
+  RunningPingPongServer server(dir, {"--framing", "checked", "--no-progress"});
+  ASSERT_GT(server.port(), 0);
+  const std::string ports = std::to_string(gone_port) + "," + std::to_string(server.port());
+  const auto [code, out] = run_to_end(dir, {"reconnecting_client", ports, "50"}, "client");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("connect failed (Connection refused)"), std::string::npos) << out;
+  EXPECT_NE(out.find("echoed 50 of 50, in order; connects 1, failovers 0, last server 127.0.0.1:" +
+                     std::to_string(server.port())),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(json_u64(server.stop(), "messages_in"), 50u);
 }
 
 TEST(Examples, RpcServiceAnswersItsOwnStructs) {
