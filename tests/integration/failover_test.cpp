@@ -242,6 +242,35 @@ TEST(ReusePort, ServersShareAPortAndTheOneLeftTakesEveryNewConnection) {
   EXPECT_EQ(json_u64(first_report, "messages_in"), json_u64(first_report, "messages_out"));
 }
 
+// The generator spreads its connections over every --server in turn, and
+// its report says how many went where.
+TEST(Failover, TheGeneratorSpreadsItsConnectionsOverTheServersItIsGiven) {
+  TempDir dir;
+  ThreeServers three(dir, {"target", "--no-progress"});
+  std::vector<std::string> argv{bin("traffic_generator"), "-m", "8001:100:100", "-c", "7", "-t", "0.3", "--json",
+                                "--no-progress"};
+  for (const auto& a : three.addresses) argv.insert(argv.end(), {"--server", a});
+  ChildProcess gen(argv, dir.file("gen"));
+  ASSERT_EQ(gen.wait_for(60s).value_or(-1), 0) << gen.stderr_text();
+  const auto report = boost::json::parse(gen.stdout_text()).as_object();
+  const auto& servers = report.at("servers").as_array();
+  ASSERT_EQ(servers.size(), 3u) << gen.stdout_text();
+  std::uint64_t frames_at_targets = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(servers[i].at("address").as_string(), three.addresses[i]);
+    EXPECT_EQ(servers[i].at("connections").as_int64(), i == 0 ? 3 : 2) << "seven connections, in turn";
+    const auto target = three.servers[i]->stop();
+    EXPECT_EQ(json_u64(target.at("connections").as_object(), "accepted"), i == 0 ? 3u : 2u)
+        << boost::json::serialize(target);
+    frames_at_targets += json_u64(target, "frames");
+  }
+  EXPECT_EQ(frames_at_targets, boost::json::value_to<std::uint64_t>(report.at("frames")));
+
+  ChildProcess bad({bin("traffic_generator"), "-m", "8001:100:100", "--server", "nowhere"}, dir.file("bad"));
+  EXPECT_EQ(bad.wait_for(10s).value_or(-1), 2);
+  EXPECT_NE(bad.stderr_text().find("--server nowhere: not ADDRESS:PORT"), std::string::npos) << bad.stderr_text();
+}
+
 // Addresses as a client is given them.
 TEST(Failover, ServerAddressesAreHostPortOrUnixAndAnythingElseIsRefused) {
   std::string host;

@@ -37,6 +37,7 @@ struct GenOptions {
   double seconds = 10;
   std::string host = "127.0.0.1";
   std::uint16_t port = 32101;
+  std::vector<std::string> servers;  // --server: the connections go to these in turn
   std::size_t connections = 1;
   std::size_t threads = 0;
   double rate = 0;
@@ -72,7 +73,17 @@ std::string type_label(std::uint16_t type) {
   return index ? std::string(gnb::kTypes[*index].name) : "invalid";
 }
 
+// A server the connections go to, and how many went there.
+struct GenServer {
+  std::string host;
+  std::uint16_t port = 0;
+  std::string address;  // as reported: ADDRESS:PORT, or the Unix address
+  TransportFactory transport;
+  std::size_t connections = 0;
+};
+
 struct Summary {
+  std::vector<GenServer> servers;
   GenResults merged;
   double seconds = 0;
   std::size_t clean_connections = 0;
@@ -98,8 +109,10 @@ struct Summary {
   }
 };
 
-Summary summarize(const GenConfig& config, const std::vector<std::unique_ptr<GenConnection>>& connections) {
+Summary summarize(const GenConfig& config, const std::vector<std::unique_ptr<GenConnection>>& connections,
+                  std::vector<GenServer> servers) {
   Summary s;
+  s.servers = std::move(servers);
   s.merged.frames_per_spec.assign(config.specs.size(), 0);
   s.merged.bytes_per_spec.assign(config.specs.size(), 0);
   for (const auto& c : connections) {
@@ -132,8 +145,12 @@ Summary summarize(const GenConfig& config, const std::vector<std::unique_ptr<Gen
 void print_text(const GenOptions& o, const GenConfig& config, const Summary& s) {
   const double msgs = static_cast<double>(s.frames());
   const double secs = s.seconds > 0 ? s.seconds : 1e-9;
-  tools::print("volley gen report: {}:{}, {} connection(s), {:.3f} s of sending{}\n", o.host, o.port, o.connections,
-             s.seconds, o.rate > 0 ? fmt::format(", paced at {:.0f} msgs/s", o.rate) : std::string(", unpaced"));
+  std::string where;
+  for (const GenServer& server : s.servers)
+    where += (where.empty() ? "" : ", ") + server.address +
+             (s.servers.size() > 1 ? fmt::format(" ({} connections)", server.connections) : std::string());
+  tools::print("volley gen report: {}, {} connection(s), {:.3f} s of sending{}\n", where, o.connections, s.seconds,
+               o.rate > 0 ? fmt::format(", paced at {:.0f} msgs/s", o.rate) : std::string(", unpaced"));
   tools::print("  {:<6} {:<13} {:>8} {:>5} {:>14} {:>16}\n", "type", "name", "size", "frac", "frames", "bytes");
   for (std::size_t i = 0; i < config.specs.size(); ++i) {
     const auto& spec = config.specs[i];
@@ -183,10 +200,14 @@ boost::json::object to_json(const GenOptions& o, const GenConfig& config, const 
   const auto& h = r.rtt_ns;
   boost::json::array problems;
   for (const auto& p : s.close_problems) problems.push_back(boost::json::string(p));
+  boost::json::array servers;
+  for (const GenServer& server : s.servers)
+    servers.push_back(boost::json::object{{"address", server.address}, {"connections", server.connections}});
   return boost::json::object{
       {"tool", "volley gen"},
       {"host", o.host},
       {"port", o.port},
+      {"servers", std::move(servers)},
       {"connections", o.connections},
       {"rate", o.rate},
       {"seconds", s.seconds},
@@ -242,8 +263,21 @@ int run_gen(const GenOptions& o) {
 
   const std::size_t threads =
       o.threads ? o.threads : std::min<std::size_t>(o.connections, std::max(1u, std::thread::hardware_concurrency()));
-  const TransportFactory transport = shm_client_transport(
-      o.shm, o.host, websocket_client_transport(tls_client_transport(o.tls, o.host), o.ws, o.host, o.port, gnb::frame_size));
+  // Where the connections go: each --server in turn, else --address and --port.
+  std::vector<GenServer> servers;
+  if (o.servers.empty()) servers.push_back({o.host, o.port, endpoint_text(o.host, o.port), {}, 0});
+  for (const std::string& text : o.servers) {
+    GenServer server{{}, 0, text, {}, 0};
+    if (!net::split_server_address(text, server.host, server.port)) {
+      tools::print(stderr, "volley gen: --server {}: not ADDRESS:PORT or unix:PATH\n", text);
+      return 2;
+    }
+    servers.push_back(std::move(server));
+  }
+  for (GenServer& server : servers)
+    server.transport = shm_client_transport(o.shm, server.host,
+                                            websocket_client_transport(tls_client_transport(o.tls, server.host), o.ws,
+                                                                       server.host, server.port, gnb::frame_size));
   net::ConnectionLimits limits;
   limits.handshake_timeout = std::chrono::seconds(5);
   net::LoopPool loops(threads);
@@ -255,18 +289,20 @@ int run_gen(const GenOptions& o) {
   std::vector<net::Session*> sessions;
   for (std::size_t i = 0; i < o.connections; ++i) {
     auto& loop = loops.loop(i % loops.size());
+    GenServer& server = servers[i % servers.size()];
     std::error_code ec;
-    auto socket = net::connect_tcp(loop, o.host, o.port, std::chrono::seconds(5), ec);
+    auto socket = net::connect_tcp(loop, server.host, server.port, std::chrono::seconds(5), ec);
     if (ec) {
-      tools::print(stderr, "volley gen: cannot connect to {}: {}\n", endpoint_text(o.host, o.port), ec.message());
+      tools::print(stderr, "volley gen: cannot connect to {}: {}\n", server.address, ec.message());
       return 1;
     }
+    ++server.connections;
     gens.push_back(std::make_unique<GenConnection>(config, i, loop));
     auto session = std::make_unique<net::Session>(gnb::make_gnb_codec(), session_options,
                                                   std::make_unique<GenEvents>(*gens.back()));
     sessions.push_back(session.get());
     connections.push_back(std::make_shared<net::TcpConnection>(std::move(socket), std::move(session), limits,
-                                                               transport ? transport() : nullptr));
+                                                               server.transport ? server.transport() : nullptr));
   }
 
   asio::io_context main_loop(1);
@@ -319,7 +355,7 @@ int run_gen(const GenOptions& o) {
   main_loop.run();
   loops.join();
 
-  const Summary summary = summarize(config, gens);
+  const Summary summary = summarize(config, gens, std::move(servers));
   if (o.json) {
     tools::print("{}\n", to_json_text(to_json(o, config, summary)));
   } else {
@@ -342,6 +378,11 @@ Runner add_gen_options(CLI::App& app) {
   add_old_duration_alias(app, "--time", o->seconds, 1.0, 0.001, kMaxRunSeconds);
   add_connect_flags(app, o->host, o->port);
   add_unix_connect_flags(app, o->host, o->shm);
+  app.add_option("--server", o->servers,
+                 "Spread the connections over several servers, each in turn (repeatable; instead of "
+                 "--address/--port; unix:PATH for a Unix socket)")
+      ->type_name("ADDRESS:PORT")
+      ->take_all();
   app.add_option("-c,--connections", o->connections, "Parallel TCP connections")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
