@@ -4,15 +4,36 @@
 #include <functional>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 namespace volley::test {
 
+// One handler at a time, with a 5 ms timer of its own so that a wait never
+// blocks longer, rather than run_for(): on Boost 1.81's io_uring backend,
+// run_for() removes its kernel timeout with a request that carries a stale
+// user data, and that request's completion can end a live socket operation
+// with ENOENT (docs/BENCHMARKS.md, "Asio's io_uring backend").
 inline bool run_until(boost::asio::io_context& loop, const std::function<bool()>& done,
                       std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  boost::asio::steady_timer slice(loop);
+  bool slice_pending = false;
   while (!done() && std::chrono::steady_clock::now() < deadline) {
     if (loop.stopped()) loop.restart();
-    loop.run_for(std::chrono::milliseconds(5));
+    if (!slice_pending) {
+      slice_pending = true;
+      slice.expires_after(std::chrono::milliseconds(5));
+      slice.async_wait([&slice_pending](const boost::system::error_code&) { slice_pending = false; });
+    }
+    loop.run_one();
+  }
+  if (slice_pending) {
+    slice.cancel();
+    // Its handler refers to this frame: let it run before returning.
+    while (slice_pending) {
+      if (loop.stopped()) loop.restart();
+      loop.run_one();
+    }
   }
   return done();
 }
