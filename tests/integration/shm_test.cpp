@@ -210,6 +210,8 @@ TEST(Examples, EchoServerServesLocalClientsThroughSharedMemoryWithTheSameHandler
 // them are queued.
 class BuildInPlace final : public net::StreamHandler {
  public:
+  // `close_after`: close() in the same cork, so that the end follows all of it.
+  explicit BuildInPlace(bool close_after) : close_after_(close_after) {}
   std::span<std::byte> read_buffer() override { return buffer_; }
   void on_open(net::TcpConnection& c) override {
     const net::TcpConnection::Corked corked(c);  // nothing written before the cork's end
@@ -224,6 +226,7 @@ class BuildInPlace final : public net::StreamHandler {
     queued_after_big = c.queued_bytes();
     second_small = send_small(c, 8);
     queued_at_end = c.queued_bytes();
+    if (close_after_) c.close({});
   }
   void on_data(net::TcpConnection&, std::size_t n) override {
     received.append(reinterpret_cast<const char*>(buffer_.data()), n);
@@ -249,21 +252,27 @@ class BuildInPlace final : public net::StreamHandler {
     }
     return expected.size() - before;
   }
+  bool close_after_;
   std::array<std::byte, 4096> buffer_{};
 };
 
 TEST(Shm, MessagesBuiltInPlaceGoStraightIntoTheRingUnlessSomethingIsQueuedBeforeThem) {
   EchoExample echo;
   ASSERT_TRUE(echo.serves_local_clients()) << echo.server.output();
-  for (const bool shared_memory : {true, false}) {
+  for (const auto& run : {std::pair{true, false}, std::pair{true, true}, std::pair{false, false}, std::pair{false, true}}) {
+    const bool shared_memory = run.first;
+    const bool close_after = run.second;
+    const std::string what = std::string(shared_memory ? "shm" : "tcp") + (close_after ? ", closed at once" : "");
     asio::io_context loop;
-    auto handler = std::make_unique<BuildInPlace>();
+    auto handler = std::make_unique<BuildInPlace>(close_after);
     BuildInPlace& h = *handler;
     const auto connection = echo.connect(loop, shared_memory, std::move(handler), {.ring_bytes = shm::kMinCapacity});
     ASSERT_TRUE(connection);
-    ASSERT_TRUE(run_until(loop, [&] { return h.received.size() >= h.expected.size() && !h.expected.empty(); }, 10s))
-        << (shared_memory ? "shm: " : "tcp: ") << h.received.size();
-    EXPECT_EQ(h.received, h.expected) << (shared_memory ? "shm" : "tcp");
+    // Closed in the cork, the end goes after every byte: the echo comes back whole, then the peer's end.
+    const auto echoed = [&] { return h.received.size() >= h.expected.size() && !h.expected.empty(); };
+    ASSERT_TRUE(run_until(loop, [&] { return close_after ? h.closed : echoed(); }, 10s)) << what << ": " << h.received.size();
+    EXPECT_EQ(h.received.size(), h.expected.size()) << what;
+    EXPECT_TRUE(h.received == h.expected) << what << ": the echo differs";
     if (shared_memory) {
       EXPECT_EQ(h.queued_after_small, 0u) << "built in the ring, not queued";
       EXPECT_EQ(h.queued_after_big, BuildInPlace::kBig) << "too big for the ring: queued";

@@ -454,7 +454,9 @@ void TcpConnection::report_written(std::size_t bytes) {
     if (state_ == State::closed) return;
     handler_->on_written(*this, bytes);
   }
-  if (state_ == State::flushing && !queue_.in_flight()) half_close();
+  // Not while bytes queued behind what was built in place still wait for
+  // their flush (maybe_flush reports the one before it writes the other).
+  if (state_ == State::flushing && !queue_.in_flight() && !queue_.has_pending()) half_close();
 }
 
 void TcpConnection::note_output_grew() {
