@@ -137,7 +137,7 @@ class ReconnectingClient final : private SessionEvents {
   // Where an attempt goes: a Unix socket, or a TCP endpoint.
   struct Target {
     std::string address;  // for reports (ServerStats::address)
-    std::optional<UnixAddress> unix;
+    std::optional<UnixAddress> unix_socket;  // not `unix`: GNU C++ defines it as a macro
     boost::asio::ip::tcp::endpoint endpoint;
   };
   // A server as given: a literal address is its own target; a name is resolved.

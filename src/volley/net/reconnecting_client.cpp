@@ -147,11 +147,11 @@ void ReconnectingClient::connect() {
   }
   const Target& target = targets_[target_];
   server_ = target.address;
-  if (target.unix) {
+  if (target.unix_socket) {
     // A Unix connect is done (or refused) at once; its outcome is handled on
     // the loop's next turn, as a TCP connect's would be.
     std::error_code error;
-    const int fd = connect_unix(*target.unix, error);
+    const int fd = connect_unix(*target.unix_socket, error);
     boost::system::error_code ec = error;
     if (fd >= 0) socket_->assign(asio::ip::tcp::v4(), fd, ec);
     asio::post(loop_, [this, alive, ec] {
@@ -183,7 +183,7 @@ void ReconnectingClient::on_connect(const boost::system::error_code& ec) {
     return;
   }
   boost::system::error_code local_error, remote_error;
-  if (!targets_[target_].unix && socket_->local_endpoint(local_error) == socket_->remote_endpoint(remote_error) &&
+  if (!targets_[target_].unix_socket && socket_->local_endpoint(local_error) == socket_->remote_endpoint(remote_error) &&
       !local_error && !remote_error) {
     // Nobody listens on the port and the kernel picked that very port as the
     // source: TCP's simultaneous open connected the socket to itself. It would
