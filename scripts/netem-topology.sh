@@ -5,7 +5,7 @@
 #
 #   scripts/netem-topology.sh up FILE [--name N] [--bin DIR] [--seed S]
 #   scripts/netem-topology.sh down [--name N]        (prints each link's final counters)
-#   scripts/netem-topology.sh exec HOST [--name N] -- COMMAND ARGS...
+#   scripts/netem-topology.sh exec HOST [--name N] [--] COMMAND ARGS...
 #   scripts/netem-topology.sh address HOST [--name N]
 #   scripts/netem-topology.sh cut HOST [--name N]    (every link of HOST drops all, silently)
 #   scripts/netem-topology.sh heal HOST [--name N]
@@ -37,7 +37,9 @@ while [[ $# -gt 0 ]]; do
     --bin) bin=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --) shift; command=("$@"); break ;;
-    *) echo "netem-topology: unknown argument '$1'" >&2; exit 2 ;;
+    *)
+      if [[ $action == exec ]]; then command=("$@"); break; fi  # exec HOST COMMAND, without the --
+      echo "netem-topology: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 state="/tmp/$name.topology"
