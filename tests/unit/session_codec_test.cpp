@@ -1,5 +1,5 @@
 // The framing side of sessions (no sockets): message headers, heartbeats and the
-// gNB keepalive, refusal of what cannot be framed, and the reconnect backoff.
+// gNB keepalive, goodbyes, refusal of what cannot be framed, and the reconnect backoff.
 #include <gtest/gtest.h>
 
 #include <volley/net/backoff.hpp>
@@ -54,6 +54,21 @@ TEST(CheckedSessionCodec, TellsHeartbeatsMessagesAndBadFramesApart) {
   EXPECT_EQ(codec->next().kind, Inbound::Kind::need_more);
 }
 
+TEST(CheckedSessionCodec, TheGoodbyeIsTypeTwoWithNothingElse) {
+  auto codec = make_checked_codec(1024);
+  EXPECT_EQ(hex(codec->goodbye()), "00 00 05 02 00");
+  // Type 2 with a payload, or with a checksum that is not the empty payload's,
+  // is not the goodbye: an unknown type, as to the plain decoder.
+  feed(*codec, from_hex("00 00 05 02 00  00 00 06 02 00 00  00 00 05 02 01  00 00 05 03 00"));
+  EXPECT_EQ(codec->next().kind, Inbound::Kind::goodbye);
+  for (int i = 0; i < 3; ++i) {
+    const auto in = codec->next();
+    EXPECT_EQ(in.kind, Inbound::Kind::rejected) << i;
+    EXPECT_EQ(in.error, wire::make_error_code(wire::Errc::unknown_type)) << i;
+  }
+  EXPECT_EQ(codec->next().kind, Inbound::Kind::need_more);
+}
+
 TEST(CheckedSessionCodec, RefusesAPayloadOverItsLimit) {
   auto codec = make_checked_codec(4);
   std::array<std::byte, SessionCodec::kMaxHeader> header{};
@@ -85,6 +100,20 @@ TEST(GnbSessionCodec, TypeZeroWithABodyIsStillFatal) {
   const auto in = codec->next();
   EXPECT_EQ(in.kind, Inbound::Kind::failed);
   EXPECT_EQ(in.error, wire::make_error_code(wire::Errc::unknown_type));
+}
+
+TEST(GnbSessionCodec, TakesTheGoodbyeEvenAByteAtATime) {
+  auto codec = gnb::make_gnb_codec();
+  EXPECT_EQ(hex(codec->goodbye()), "00 00 00 00 00 01 01");
+  // Six bytes could still be a goodbye's start: not fatal yet.
+  for (const char* byte : {"00", "00", "00", "00", "00", "01"}) {
+    feed(*codec, from_hex(byte));
+    EXPECT_EQ(codec->next().kind, Inbound::Kind::need_more);
+  }
+  feed(*codec, from_hex("01  00 00 00 00 00 00"));
+  EXPECT_EQ(codec->next().kind, Inbound::Kind::goodbye);
+  EXPECT_EQ(codec->next().kind, Inbound::Kind::heartbeat);
+  EXPECT_EQ(codec->next().kind, Inbound::Kind::need_more);
 }
 
 TEST(GnbSessionCodec, RefusesToSendWhatIsNotOneValidFrame) {
@@ -142,6 +171,18 @@ TEST(RpcSessionCodec, TakesTheKeepaliveAndPassesWholeFrames) {
   EXPECT_EQ(in.message.id, 1u);
   EXPECT_EQ(hex(in.message.body), "aa bb");
   EXPECT_EQ(codec->next().kind, net::Inbound::Kind::need_more);
+}
+
+TEST(RpcSessionCodec, TakesTheGoodbye) {
+  auto codec = make_rpc_codec(1024);
+  EXPECT_EQ(hex(codec->goodbye()), "00 00 00 00 00 00 00 00 ff ff ff fd");
+  // With a body it is a message like any other (the server answers unknown id).
+  const auto bytes = from_hex("00 00 00 00 00 00 00 00 ff ff ff fd  00 00 00 01 00 00 00 01 ff ff ff fd 00");
+  auto room = codec->prepare();
+  std::copy(bytes.begin(), bytes.end(), room.begin());
+  codec->commit(bytes.size());
+  EXPECT_EQ(codec->next().kind, net::Inbound::Kind::goodbye);
+  EXPECT_EQ(codec->next().kind, net::Inbound::Kind::message);
 }
 
 TEST(RpcSessionCodec, RefusesWhatIsNotOneFrameAndFailsOnAHugeSize) {

@@ -75,6 +75,7 @@ const char* reason_label(net::CloseReason::Kind kind) noexcept {
     case K::idle_timeout: return "idle_timeout";
     case K::slow_consumer: return "slow_consumer";
     case K::handshake_failed: return "handshake_failed";
+    case K::peer_going_away: return "peer_going_away";
   }
   return "other";
 }

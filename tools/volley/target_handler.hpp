@@ -107,7 +107,8 @@ class TargetEvents final : public net::SessionEvents {
   void on_close(net::Session& s, const net::CloseReason& reason) override {
     using Kind_ = net::CloseReason::Kind;
     switch (reason.kind) {
-      case Kind_::peer_closed: stats_.add(stats_.closed_peer); break;
+      case Kind_::peer_closed:
+      case Kind_::peer_going_away: stats_.add(stats_.closed_peer); break;
       case Kind_::protocol_error: stats_.add(stats_.closed_protocol_error); break;
       case Kind_::io_error: stats_.add(stats_.closed_io_error); break;
       case Kind_::slow_consumer: stats_.add(stats_.closed_slow_consumer); break;

@@ -62,14 +62,16 @@ class FrameDecoder {
     buffer_.consume(kHeaderSize + length);
     return Frame{kTypes[*index].type, in.subspan(kHeaderSize, length)};
   }
-  // If the next frame is a complete keepalive (kKeepaliveSize zero bytes),
-  // consumes it and returns true. Call before next(), which would call it unknown.
+  // The session extensions of type 0x0000 (docs/PROTOCOL.md): the keepalive
+  // and the goodbye. Call before next(), which would call type 0 unknown.
+  // `partial`: the head could still become a goodbye once more bytes come.
   // Inline: it runs before every frame of a session, and almost every frame
   // fails the first byte.
-  bool take_keepalive() noexcept {
+  enum class Extension { none, keepalive, goodbye, partial };
+  Extension take_extension() noexcept {
     const std::span<const std::byte> in = buffer_.readable();
-    if (in.size() < kKeepaliveSize || in[0] != std::byte{0} || in[1] != std::byte{0}) return false;
-    return take_keepalive_rest();
+    if (in.size() < 2 || in[0] != std::byte{0} || in[1] != std::byte{0}) return Extension::none;
+    return take_extension_rest();
   }
 
   // The bytes buffered and not yet decoded.
@@ -81,7 +83,7 @@ class FrameDecoder {
   std::size_t capacity() const noexcept { return buffer_.capacity(); }
 
  private:
-  bool take_keepalive_rest() noexcept;
+  Extension take_extension_rest() noexcept;
   // The whole size of the frame at the head once its header is in and valid, else 0.
   std::size_t head_frame_size() const noexcept;
 

@@ -27,6 +27,9 @@ inline constexpr std::size_t kTypeCount = 5;
 // zero bytes). Only a gNB session (gnb::make_gnb_codec) accepts it; to the plain
 // decoder type 0 stays unknown. See docs/PROTOCOL.md.
 inline constexpr std::size_t kKeepaliveSize = kHeaderSize;
+// The session's goodbye (a draining server's "go elsewhere"): type 0x0000
+// with a one-byte body, 0x01: `00 00 00 00 00 01 01`. A session extension too.
+inline constexpr std::size_t kGoodbyeSize = kHeaderSize + 1;
 
 struct TypeInfo {
   MessageType type;

@@ -52,6 +52,8 @@ struct SessionStats {
   std::uint64_t messages_out = 0;
   std::uint64_t heartbeats_in = 0;
   std::uint64_t heartbeats_out = 0;
+  std::uint64_t goodbyes_in = 0;   // the peer said it is going away (draining)
+  std::uint64_t goodbyes_out = 0;  // this end said so (say_goodbye)
   std::uint64_t protocol_errors = 0;
   std::uint64_t refused_sends = 0;
   std::uint64_t high_water_events = 0;
@@ -61,6 +63,8 @@ struct SessionStats {
     messages_out += o.messages_out;
     heartbeats_in += o.heartbeats_in;
     heartbeats_out += o.heartbeats_out;
+    goodbyes_in += o.goodbyes_in;
+    goodbyes_out += o.goodbyes_out;
     protocol_errors += o.protocol_errors;
     refused_sends += o.refused_sends;
     high_water_events += o.high_water_events;
@@ -79,6 +83,13 @@ class SessionEvents {
   virtual void on_message(Session& session, const Message& message) = 0;
   // The peer's heartbeat arrived (counted, never a message): for monitors of liveness.
   virtual void on_heartbeat(Session& /*session*/) {}
+  // The peer said goodbye: it is draining (a server about to restart) and
+  // asks this end to finish what it has in flight, close, and reconnect,
+  // elsewhere. The peer goes on serving meanwhile, until its deadline. The
+  // default closes gracefully at once (Kind::peer_going_away: queued
+  // messages are flushed first); a client with requests in flight closes
+  // once their replies are in (as rpc::RpcClient does).
+  virtual void on_goodbye(Session& session);
   // A bad frame was counted; `closing` says whether the policy closes the
   // session. `frame`: its bytes where the framing can delimit them (Inbound::message).
   virtual void on_protocol_error(Session& /*session*/, const std::error_code& /*error*/,
@@ -120,6 +131,13 @@ class Session final : public StreamHandler {
   SendResult send_framed(std::span<const std::byte> frames, std::size_t messages, Buffer buffer = Buffer::copy);
   // Graceful: queued messages are flushed first.
   void close(CloseReason reason = {CloseReason::Kind::local_close, {}});
+  // Tells the peer this end is going away and it should go elsewhere once
+  // what it has in flight is done (SessionEvents::on_goodbye there): the
+  // framing's goodbye frame, queued after what is queued already, the
+  // session going on serving. Over a transport that closes in band
+  // (WebSocket) it is the close itself, code 1001. Returns false where the
+  // framing has no goodbye (nothing is sent then) or the session is closing.
+  bool say_goodbye();
 
   // Stop decoding input (the frames already read wait in the decoder) and
   // reading from the socket, e.g. while the replies they would cause cannot be
@@ -143,6 +161,8 @@ class Session final : public StreamHandler {
   void on_data(TcpConnection& connection, std::size_t n) override;
   void on_written(TcpConnection& connection, std::size_t bytes) override;
   void on_backpressure(TcpConnection& connection, bool full) override;
+  // The server is draining: say_goodbye(), or a graceful close where the framing has no goodbye.
+  void on_drain(TcpConnection& connection) override;
   void on_close(TcpConnection& connection, const CloseReason& reason) override;
 
  private:

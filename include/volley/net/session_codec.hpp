@@ -1,6 +1,7 @@
 #pragma once
-// What a Session needs of a framing: split the byte stream into messages and
-// heartbeats, frame an outgoing message, and say what a heartbeat looks like.
+// What a Session needs of a framing: split the byte stream into messages,
+// heartbeats and goodbyes, frame an outgoing message, and say what a heartbeat
+// and a goodbye look like.
 // One virtual call per frame buys one Session for every framing.
 #include <cstddef>
 #include <memory>
@@ -16,6 +17,7 @@ struct Inbound {
     need_more,  // no complete frame buffered
     message,    // payload is the message
     heartbeat,  // liveness only; not a message
+    goodbye,    // the peer is draining: finish what is in flight and go elsewhere
     rejected,   // a bad frame was skipped; the stream is still in sync
     failed,     // the stream cannot be trusted any more; the session closes
   };
@@ -50,11 +52,17 @@ class SessionCodec {
   virtual std::size_t write_frame(std::span<const std::byte> payload, std::span<std::byte> out,
                                   std::error_code& ec) const;
   virtual std::span<const std::byte> heartbeat() const = 0;
+  // The frame that tells a peer this end is going away (a server draining
+  // for a restart): it should finish what it has in flight and reconnect,
+  // elsewhere. Empty where the framing has none (docs/PROTOCOL.md lists them).
+  virtual std::span<const std::byte> goodbye() const { return {}; }
   // The largest payload a message can carry.
   virtual std::size_t max_payload() const = 0;
 };
 
-// The checked frame: payloads are framed with the 5-byte header, heartbeats are type 0.
+// The checked frame: payloads are framed with the 5-byte header, heartbeats
+// are type 0, and the goodbye is type 2 with an empty payload (a session
+// extension: the plain decoder calls type 2 unknown).
 std::unique_ptr<SessionCodec> make_checked_codec(std::size_t max_payload);
 // Other framings' codecs live with their protocols: gnb::make_gnb_codec
 // (volley/gnb/session_codec.hpp), rpc::make_rpc_codec (volley/rpc/session_codec.hpp).

@@ -33,8 +33,9 @@ struct CloseReason {
     idle_timeout,
     slow_consumer,
     handshake_failed,  // the transport's handshake failed or missed its deadline
+    peer_going_away,   // the peer said goodbye (it is draining), and this end left
   };
-  static constexpr std::size_t kKinds = static_cast<std::size_t>(Kind::handshake_failed) + 1;
+  static constexpr std::size_t kKinds = static_cast<std::size_t>(Kind::peer_going_away) + 1;
   Kind kind = Kind::local_close;
   std::string detail;
   // The error behind an io_error, a protocol_error or a failed handshake
@@ -69,6 +70,11 @@ class StreamHandler {
   // (ConnectionLimits). Called from inside the send that crossed it, and
   // before on_written for the write that drained it.
   virtual void on_backpressure(TcpConnection& /*connection*/, bool /*full*/) {}
+  // The server is draining (Server::drain): tell the peer to finish and go
+  // elsewhere, where the protocol can (a Session's goodbye, HTTP's
+  // Connection: close), and go on serving it until it leaves or the server's
+  // deadline. The default closes gracefully now (Kind::shutdown).
+  virtual void on_drain(TcpConnection& connection);
   // Called exactly once, when the connection is finished; without on_open
   // before it when the transport's handshake failed (Kind::handshake_failed).
   virtual void on_close(TcpConnection& connection, const CloseReason& reason) = 0;
@@ -138,6 +144,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void close(CloseReason reason);
   // Immediate: drop what is queued and close the socket.
   void abort(CloseReason reason);
+  // The server is draining: the handler tells the peer (StreamHandler::on_drain)
+  // and may go on serving it. A connection still in its handshake just ends.
+  void drain();
   // A transport that closes in band (WebSocket) first tells the peer why, in
   // both: close() after what is queued, abort() as far as the socket takes it.
 

@@ -58,6 +58,7 @@ struct DecodeResult {
   std::error_code error{};     // rejected: bad_checksum, unknown_type, length_below_header, length_over_maximum
   std::uint8_t raw_type = 0;
   std::uint32_t raw_length = 0;
+  std::uint8_t raw_checksum = 0;
 };
 
 class FrameDecoder {

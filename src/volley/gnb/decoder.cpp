@@ -1,6 +1,7 @@
 #include <volley/gnb/decoder.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include <volley/wire/byte_order.hpp>
@@ -27,13 +28,21 @@ std::size_t FrameDecoder::feed(std::span<const std::byte> chunk) {
   return n;
 }
 
-bool FrameDecoder::take_keepalive_rest() noexcept {
-  if (failed()) return false;
+FrameDecoder::Extension FrameDecoder::take_extension_rest() noexcept {
+  if (failed()) return Extension::none;
+  static constexpr std::array<std::uint8_t, kGoodbyeSize> kGoodbye{0, 0, 0, 0, 0, 1, 1};
   const std::span<const std::byte> in = buffer_.readable();
-  for (std::size_t i = 2; i < kKeepaliveSize; ++i)
-    if (in[i] != std::byte{0}) return false;
-  buffer_.consume(kKeepaliveSize);
-  return true;
+  const std::size_t n = std::min(in.size(), kGoodbyeSize);
+  if (n >= kKeepaliveSize &&
+      std::all_of(in.begin() + 2, in.begin() + kKeepaliveSize, [](std::byte b) { return b == std::byte{0}; })) {
+    buffer_.consume(kKeepaliveSize);
+    return Extension::keepalive;
+  }
+  for (std::size_t i = 2; i < n; ++i)
+    if (std::to_integer<std::uint8_t>(in[i]) != kGoodbye[i]) return Extension::none;
+  if (n < kGoodbyeSize) return Extension::partial;
+  buffer_.consume(kGoodbyeSize);
+  return Extension::goodbye;
 }
 
 DecodeResult FrameDecoder::next() noexcept {

@@ -19,7 +19,12 @@ class GnbCodec final : public net::SessionCodec {
   std::size_t buffered() const override { return decoder_.failed() ? 0 : decoder_.buffered(); }
 
   net::Inbound next() override {
-    if (decoder_.take_keepalive()) return {net::Inbound::Kind::heartbeat, {}, {}};
+    switch (decoder_.take_extension()) {
+      case FrameDecoder::Extension::none: break;
+      case FrameDecoder::Extension::keepalive: return {net::Inbound::Kind::heartbeat, {}, {}};
+      case FrameDecoder::Extension::goodbye: return {net::Inbound::Kind::goodbye, {}, {}};
+      case FrameDecoder::Extension::partial: return {};
+    }
     const std::span<const std::byte> before = decoder_.readable();
     // The message is the whole frame, header included, as the sender gave it,
     // with the type and body the decoder read. (no_error_ is copied: a
@@ -66,11 +71,14 @@ class GnbCodec final : public net::SessionCodec {
   }
 
   std::span<const std::byte> heartbeat() const override { return keepalive_; }
+  std::span<const std::byte> goodbye() const override { return goodbye_; }
   std::size_t max_payload() const override { return kMaxFrameSize; }
 
  private:
   FrameDecoder decoder_;
   std::array<std::byte, kKeepaliveSize> keepalive_{};
+  const std::array<std::byte, kGoodbyeSize> goodbye_{std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0},
+                                                     std::byte{0}, std::byte{1}, std::byte{1}};
   const std::error_code no_error_{};
 };
 

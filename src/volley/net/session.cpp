@@ -107,6 +107,28 @@ void Session::close(CloseReason reason) {
   if (connection_ != nullptr) connection_->close(std::move(reason));
 }
 
+bool Session::say_goodbye() {
+  if (connection_ == nullptr || !connection_->open()) return false;
+  const StreamTransport* transport = connection_->transport();
+  if (transport != nullptr && transport->closes_in_band()) {
+    connection_->close({CloseReason::Kind::shutdown, "draining"});  // a WebSocket close, 1001 going away
+    ++stats_.goodbyes_out;
+    return true;
+  }
+  const auto goodbye = codec_->goodbye();
+  if (goodbye.empty() || !connection_->send(goodbye)) return false;
+  ++stats_.goodbyes_out;
+  return true;
+}
+
+void Session::on_drain(TcpConnection& connection) {
+  if (!say_goodbye()) connection.close({CloseReason::Kind::shutdown, {}});
+}
+
+void SessionEvents::on_goodbye(Session& session) {
+  session.close({CloseReason::Kind::peer_going_away, "the peer said goodbye"});
+}
+
 void Session::on_backpressure(TcpConnection& /*connection*/, bool full) {
   if (full) ++stats_.high_water_events;
   update_hearing();
@@ -158,6 +180,10 @@ void Session::decode_buffered() {
       case Inbound::Kind::heartbeat:
         ++stats_.heartbeats_in;
         events_->on_heartbeat(*this);
+        break;
+      case Inbound::Kind::goodbye:
+        ++stats_.goodbyes_in;
+        events_->on_goodbye(*this);
         break;
       case Inbound::Kind::rejected:
       case Inbound::Kind::failed: {

@@ -16,7 +16,10 @@ class CheckedCodec final : public SessionCodec {
  public:
   explicit CheckedCodec(std::size_t max_payload)
       : decoder_(max_payload + wire::checked::kHeaderSize), heartbeat_(wire::checked::heartbeat_frame()),
-        max_payload_(max_payload) {}
+        max_payload_(max_payload) {
+    wire::store_u24_be(goodbye_.data(), wire::checked::kHeaderSize);
+    goodbye_[3] = std::byte{kGoodbyeType};
+  }
 
   std::span<std::byte> prepare() override { return decoder_.prepare(); }
   void commit(std::size_t n) override { decoder_.commit(n); }
@@ -27,7 +30,11 @@ class CheckedCodec final : public SessionCodec {
     const wire::checked::DecodeResult r = decoder_.next();
     switch (r.status) {
       case DecodeStatus::need_more: return {};
-      case DecodeStatus::rejected: return {Inbound::Kind::rejected, {}, r.error};
+      case DecodeStatus::rejected:
+        // The goodbye is a type the plain decoder does not know: exactly its five bytes.
+        if (r.raw_type == kGoodbyeType && r.raw_length == wire::checked::kHeaderSize && r.raw_checksum == 0)
+          return {Inbound::Kind::goodbye, {}, {}};
+        return {Inbound::Kind::rejected, {}, r.error};
       case DecodeStatus::frame: break;
     }
     if (r.frame.type == wire::checked::FrameType::heartbeat) return {Inbound::Kind::heartbeat, {}, {}};
@@ -59,11 +66,15 @@ class CheckedCodec final : public SessionCodec {
   }
 
   std::span<const std::byte> heartbeat() const override { return heartbeat_; }
+  std::span<const std::byte> goodbye() const override { return goodbye_; }
   std::size_t max_payload() const override { return max_payload_; }
 
  private:
+  static constexpr std::uint8_t kGoodbyeType = 2;
+
   wire::checked::FrameDecoder decoder_;
   std::array<std::byte, wire::checked::kHeaderSize> heartbeat_;
+  std::array<std::byte, wire::checked::kHeaderSize> goodbye_{};
   std::size_t max_payload_;
 };
 

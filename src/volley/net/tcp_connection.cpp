@@ -33,9 +33,12 @@ const char* to_string(CloseReason::Kind kind) noexcept {
     case CloseReason::Kind::idle_timeout: return "idle timeout";
     case CloseReason::Kind::slow_consumer: return "slow consumer";
     case CloseReason::Kind::handshake_failed: return "handshake failed";
+    case CloseReason::Kind::peer_going_away: return "peer going away";
   }
   return "?";
 }
+
+void StreamHandler::on_drain(TcpConnection& connection) { connection.close({CloseReason::Kind::shutdown, {}}); }
 
 TcpConnection::TcpConnection(asio::ip::tcp::socket socket, std::unique_ptr<StreamHandler> handler,
                              ConnectionLimits limits, std::unique_ptr<StreamTransport> transport)
@@ -491,7 +494,8 @@ namespace {
 std::optional<StreamTransport::Goodbye> goodbye_for(CloseReason::Kind kind) noexcept {
   using Goodbye = StreamTransport::Goodbye;
   switch (kind) {
-    case CloseReason::Kind::local_close: return Goodbye::done;
+    case CloseReason::Kind::local_close:
+    case CloseReason::Kind::peer_going_away: return Goodbye::done;
     case CloseReason::Kind::shutdown: return Goodbye::going_away;
     case CloseReason::Kind::heartbeat_timeout: return Goodbye::peer_silent;
     case CloseReason::Kind::idle_timeout: return Goodbye::idle;
@@ -540,6 +544,11 @@ void TcpConnection::end_in_band(StreamTransport::End end, const boost::system::e
   // Flushing, or half-closed already: read on until the peer's end (or the
   // linger timeout), first what the transport holds.
   do_read();
+}
+
+void TcpConnection::drain() {
+  if (state_ == State::handshaking) return finish({CloseReason::Kind::shutdown, "draining"});
+  if (state_ == State::open) handler_->on_drain(*this);
 }
 
 void TcpConnection::abort(CloseReason reason) {

@@ -12,6 +12,7 @@ class RpcCodec final : public net::SessionCodec {
  public:
   explicit RpcCodec(std::size_t max_body) : decoder_(max_body), max_body_(max_body) {
     write_header(keepalive_.data(), 0, 0, kKeepaliveMessageId);
+    write_header(goodbye_.data(), 0, 0, kGoodbyeMessageId);
   }
 
   std::span<std::byte> prepare() override { return decoder_.prepare(); }
@@ -27,6 +28,7 @@ class RpcCodec final : public net::SessionCodec {
       case FrameDecoder::Status::frame: break;
     }
     if (f.message_id == kKeepaliveMessageId && f.body.empty()) return {net::Inbound::Kind::heartbeat, {}, {}};
+    if (f.message_id == kGoodbyeMessageId && f.body.empty()) return {net::Inbound::Kind::goodbye, {}, {}};
     // The header sits right before the body in the decoder's buffer: hand out the whole frame.
     return {net::Inbound::Kind::message,
             {.bytes = {f.body.data() - kHeaderSize, kHeaderSize + f.body.size()},
@@ -50,12 +52,14 @@ class RpcCodec final : public net::SessionCodec {
   }
 
   std::span<const std::byte> heartbeat() const override { return keepalive_; }
+  std::span<const std::byte> goodbye() const override { return goodbye_; }
   std::size_t max_payload() const override { return kHeaderSize + max_body_; }
 
  private:
   FrameDecoder decoder_;
   std::size_t max_body_;
   std::array<std::byte, kHeaderSize> keepalive_{};
+  std::array<std::byte, kHeaderSize> goodbye_{};
 };
 
 }  // namespace

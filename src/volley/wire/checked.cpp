@@ -90,7 +90,7 @@ DecodeResult FrameDecoder::next() noexcept {
   const std::uint32_t total = load_u24_be(in.data());
   const auto raw_type = std::to_integer<std::uint8_t>(in[3]);
   const auto checksum = std::to_integer<std::uint8_t>(in[4]);
-  DecodeResult r{DecodeStatus::rejected, {}, {}, raw_type, total};
+  DecodeResult r{DecodeStatus::rejected, {}, {}, raw_type, total, checksum};
   if (total < kHeaderSize) {
     buffer_.consume(kHeaderSize);  // the header is all there is to drop
     r.error = Errc::length_below_header;
