@@ -37,9 +37,6 @@ namespace {
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
 
-constexpr std::uint32_t kPing = 1, kPong = 2;  // rpc-server's ping
-
-std::string loopback(int port) { return "127.0.0.1:" + std::to_string(port); }
 
 // Three servers of one tool on loopback, any free ports.
 struct ThreeServers {
@@ -48,7 +45,7 @@ struct ThreeServers {
       std::vector<std::string> args = argv;
       args.insert(args.end(), {"-p", "0", "--json"});
       servers.push_back(std::make_unique<ListeningServer>(dir, args, args[0] + "-" + std::to_string(i)));
-      addresses.push_back(loopback(servers.back()->port()));
+      addresses.push_back(loopback_address(servers.back()->port()));
     }
   }
   // SIGKILL: no goodbye, no flush.
@@ -99,7 +96,7 @@ TEST_P(KilledServer, TheClientFailsOverToTheNextAndOnlyCallsInFlightCanFail) {
   const auto call = [&] {
     const std::int64_t t = made++;
     if (in_flight_at_kill && client.reconnect_stats()->disconnects == 0) ++made_before_drop_seen;
-    client.call<benchmarks::Pong>(kPing, kPong, benchmarks::Ping{t}, 20s,
+    client.call<benchmarks::Pong>(kRpcServerPing, kRpcServerPong, benchmarks::Ping{t}, 20s,
                                   [&, t](const std::error_code& ec, benchmarks::Pong pong) {
                                     if (ec) return failed.push_back(t);
                                     EXPECT_EQ(pong.t, t);

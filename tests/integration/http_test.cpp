@@ -1,7 +1,10 @@
 // HTTP/1.1 on the runtime, through the metrics endpoint in process: keep-alive,
 // pipelining with answers given later from other loops, HEAD, HTTP/1.0, and
 // bad requests answered with their status without disturbing other connections.
+#include <atomic>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -246,6 +249,72 @@ TEST(Http, ARequestThatTricklesInIsRefusedAtItsDeadline) {
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metric_value(metrics->body, "volley_metrics_request_timeouts_total"), 1) << metrics->body;
   EXPECT_EQ(metric_value(metrics->body, "volley_metrics_bad_requests_total"), 1) << metrics->body;
+}
+
+
+// A draining server (net::Server::drain) lets an idle keep-alive connection
+// go at once, answers the request under way with Connection: close and closes
+// after it, and stops once both have gone.
+TEST(HttpDrain, TheRequestUnderWayIsAnsweredWithConnectionCloseAndIdleConnectionsGo) {
+  std::mutex held_mutex;
+  std::optional<http::Responder> held;
+  const http::Handler handler = [&](const http::Request& request, http::Responder responder) {
+    if (request.path() == "/slow") {
+      const std::lock_guard lock(held_mutex);
+      held.emplace(std::move(responder));
+      return;
+    }
+    http::Response r;
+    r.body = "fast\n";
+    responder(std::move(r));
+  };
+  http::Stats stats;
+  net::Server server({.bind = "127.0.0.1", .port = 0, .threads = 1, .handle_signals = false,
+                      .drain_timeout = std::chrono::seconds(10)});
+  server.listen([&](std::size_t) { return std::make_unique<http::ConnectionHandler>(handler, http::Limits{}, stats); });
+  std::atomic<bool> returned{false};
+  struct Running {  // joined also when an assertion fails
+    net::Server& server;
+    std::thread thread;
+    ~Running() {
+      server.stop();
+      thread.join();
+    }
+  } running{server, std::thread([&] {
+              server.run();
+              returned = true;
+            })};
+  const int port = server.port();
+
+  HttpClient idle(port), busy(port);
+  const auto fast = idle.get("/fast");
+  ASSERT_TRUE(fast);
+  EXPECT_FALSE(fast->has_header("Connection: close")) << fast->head;
+  busy.send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
+  const auto is_held = [&] {
+    const std::lock_guard lock(held_mutex);
+    return held.has_value();
+  };
+  for (int i = 0; i < 500 && !is_held(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(is_held());
+
+  server.drain();
+  EXPECT_FALSE(idle.read()) << "an idle connection is closed, unanswered";
+  EXPECT_TRUE(idle.closed_by_server());
+  EXPECT_TRUE(server.draining());
+  {
+    const std::lock_guard lock(held_mutex);
+    http::Response r;
+    r.body = "slow\n";
+    (*held)(std::move(r));
+  }
+  const auto slow = busy.read();
+  ASSERT_TRUE(slow);
+  EXPECT_EQ(slow->body, "slow\n");
+  EXPECT_TRUE(slow->has_header("Connection: close")) << slow->head;
+  EXPECT_TRUE(busy.closed_by_server());
+  for (int i = 0; i < 500 && !returned; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(returned) << "run() returns once both have gone, well before the drain's 10 s";
 }
 
 }  // namespace

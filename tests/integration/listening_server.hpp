@@ -3,6 +3,7 @@
 // line on stdout (pingpong-server, echo-server), and collects the JSON report
 // it prints after SIGTERM.
 #include <csignal>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
@@ -51,6 +52,10 @@ class ListeningServer {
   // SIGTERM, wait for the graceful exit, and parse the report (after the "listening" line).
   boost::json::object stop() {
     process_->send_signal(SIGTERM);
+    return report();
+  }
+  // Waits for the exit (a signal sent already: a drain ends by itself) and parses the report.
+  boost::json::object report() {
     const auto code = process_->wait_for(std::chrono::seconds(20));
     EXPECT_EQ(code.value_or(-1), 0) << process_->stderr_text();
     const std::string text = process_->stdout_text();
@@ -83,6 +88,12 @@ class RunningPingPongServer : public ListeningServer {
     return argv;
   }
 };
+
+// "127.0.0.1:PORT": a loopback server as a client's list of servers names it.
+inline std::string loopback_address(int port) { return "127.0.0.1:" + std::to_string(port); }
+
+// volley rpc-server's ping: Ping (id 1) answered with Pong (id 2).
+inline constexpr std::uint32_t kRpcServerPing = 1, kRpcServerPong = 2;
 
 inline std::uint64_t json_u64(const boost::json::object& o, const char* key) {
   const auto* v = o.if_contains(key);

@@ -103,6 +103,24 @@ TEST(ServerPicker, OneServerBacksOffAsASingleAddressAlwaysDid) {
   }
 }
 
+TEST(ServerPicker, AGoodbyeMeansAnAttemptAtOnceNotABackoff) {
+  const Clock::time_point t0{};
+  ServerPicker first(3, ServerPolicy::first, kBackoff, 0);
+  first.opened(1);
+  auto next = first.after_goodbye(1, t0);
+  EXPECT_EQ(next.server, 0u) << "first: from the top again";
+  EXPECT_EQ(next.delay, 0ms);
+  ServerPicker spread(3, ServerPolicy::round_robin, kBackoff, 0);
+  spread.after_failed_attempt(2, t0, 0.5);  // 2 is in its backoff
+  spread.opened(1);
+  next = spread.after_goodbye(1, t0 + 1ms);
+  EXPECT_EQ(next.server, 0u) << "round-robin: the next server out of its backoff";
+  EXPECT_EQ(next.delay, 0ms);
+  ServerPicker one(1, ServerPolicy::round_robin, kBackoff, 0);
+  one.opened(0);
+  EXPECT_EQ(one.after_goodbye(0, t0).delay, 0ms) << "one address: a new process is on its port";
+}
+
 TEST(ServerPicker, PolicyNamesParseBothWays) {
   ServerPolicy policy = ServerPolicy::first;
   ASSERT_TRUE(parse_server_policy("round-robin", policy));

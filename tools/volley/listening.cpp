@@ -68,6 +68,14 @@ void add_listen_flags(CLI::App& cmd, ListenFlags& flags) {
   cmd.add_flag("--reuse-port", flags.reuse_port,
                "Share the port with other servers that set it too (SO_REUSEPORT): the kernel spreads new "
                "connections among them, so a new version starts beside the old before the old one stops");
+  cmd.add_flag("--drain", flags.drain,
+               "On SIGTERM, hand over instead of stopping: stop accepting, tell every peer to finish and go "
+               "elsewhere (a session's goodbye frame, WebSocket close 1001, HTTP Connection: close), answer "
+               "/healthz with 503 \"draining\", and exit once they have left (SIGINT, or a second signal, "
+               "stops at once)");
+  add_duration_option(cmd, "--drain-timeout", flags.drain_timeout_s,
+                      "With --drain: how long peers get to leave before the rest are closed as on a stop", 0.0,
+                      3600.0);
   cmd.add_option("--port-file", flags.port_file,
                  "Once ready, write the port listened on to this file (atomically: whole or not at all; with --unix, "
                  "the socket's address)")
@@ -150,6 +158,8 @@ net::ServerOptions server_options(const ListenFlags& flags, std::size_t threads,
           .busy_poll = busy_poll,
           .receive = flags.receive,
           .handle_signals = true,
+          .drain_on_sigterm = flags.drain,
+          .drain_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.drain_timeout_s * 1000)),
           .shutdown_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.shutdown_timeout_s * 1000)),
           .connection_limits = {.high_water = flags.max_queued,
                             .low_water = flags.max_queued / 4,

@@ -37,10 +37,12 @@ struct ListenFlags {
   int unix_mode = -1;     // --unix-mode
   ShmFlags shm{};         // --shm, --shm-spin: the connections' bytes through shared memory (apply_shm)
   bool reuse_port = false;  // --reuse-port
+  bool drain = false;       // --drain: SIGTERM drains (net::Server::drain)
+  double drain_timeout_s = 10;
 };
 
-// Adds -b/--bind, -p/--port, --unix, --unix-mode, --reuse-port, --port-file,
-// --shutdown-timeout, --max-queued, --max-queued-timeout, --max-connections,
+// Adds -b/--bind, -p/--port, --unix, --unix-mode, --reuse-port, --drain,
+// --drain-timeout, --port-file, --shutdown-timeout, --max-queued, --max-queued-timeout, --max-connections,
 // --idle-timeout and --io to `cmd`, with `flags` holding the defaults.
 void add_listen_flags(CLI::App& cmd, ListenFlags& flags);
 

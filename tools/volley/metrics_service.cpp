@@ -26,6 +26,7 @@ MetricsService::MetricsService(net::Server& server, const MetricsFlags& flags, h
   endpoint_ = std::make_unique<http::MetricsEndpoint>(server.control_loop(), server.workers(),
                                                       boost::asio::ip::tcp::endpoint(at->address(), at->port()),
                                                       std::move(collect));
+  server.on_drain([endpoint = endpoint_.get()] { endpoint->set_draining(); });
 }
 
 void MetricsService::start() {
@@ -106,6 +107,8 @@ void write_session_metrics(metrics::PrometheusText& out, const SessionTotals& t)
   counter("volley_messages_sent_total", "Messages queued for peers.", t.stats.messages_out);
   counter("volley_heartbeats_received_total", "Keepalive frames received.", t.stats.heartbeats_in);
   counter("volley_heartbeats_sent_total", "Keepalive frames sent.", t.stats.heartbeats_out);
+  counter("volley_goodbyes_sent_total", "Goodbye frames sent to peers while draining.", t.stats.goodbyes_out);
+  counter("volley_goodbyes_received_total", "Goodbye frames received from draining peers.", t.stats.goodbyes_in);
   counter("volley_protocol_errors_total", "Frames rejected by the decoder.", t.stats.protocol_errors);
   counter("volley_refused_sends_total", "Sends refused (over high water, closed, unframeable).", t.stats.refused_sends);
   counter("volley_high_water_events_total", "Times a session's output queue crossed its high-water mark.",

@@ -247,6 +247,7 @@ int run_server(const ServerOptions& o) {
                              {"messages_out", sum.stats.messages_out},
                              {"heartbeats_in", sum.stats.heartbeats_in},
                              {"heartbeats_out", sum.stats.heartbeats_out},
+                             {"goodbyes_out", sum.stats.goodbyes_out},
                              {"protocol_errors", sum.stats.protocol_errors},
                              {"high_water_events", sum.stats.high_water_events},
                              {"unsent_bytes", sum.unsent_bytes},

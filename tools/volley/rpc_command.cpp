@@ -151,6 +151,7 @@ int run_server(const RpcOptions& o) {
                                {"protocol_errors", sum.traffic.protocol_errors},
                                {"heartbeats_in", sum.traffic.heartbeats_in},
                                {"heartbeats_out", sum.traffic.heartbeats_out},
+                               {"goodbyes_out", sum.traffic.goodbyes_out},
                                {"high_water_events", sum.traffic.high_water_events},
                                {"closes", closes}};
     add_server_counters(report, server, o.ws.stats->floods.load());

@@ -72,6 +72,9 @@ class ConnectionHandler final : public net::StreamHandler {
   std::span<std::byte> read_buffer() override;
   void on_data(net::TcpConnection& connection, std::size_t n) override;
   void on_backpressure(net::TcpConnection& connection, bool full) override;
+  // The server is draining: the request under way (if any) is answered with
+  // Connection: close and the connection closes after it; an idle one closes now.
+  void on_drain(net::TcpConnection& connection) override;
   void on_close(net::TcpConnection& connection, const net::CloseReason& reason) override;
 
   // On the connection's loop (Responder posts here).
@@ -106,6 +109,7 @@ class ConnectionHandler final : public net::StreamHandler {
   bool waiting_ = false;     // a request is with the handler, unanswered
   bool keep_alive_ = true;   // what the request being answered asked for
   bool finished_ = false;    // closed, or closing after a response
+  bool draining_ = false;    // the server is draining: no request after the one under way
 };
 
 }  // namespace volley::http

@@ -1,7 +1,9 @@
 #pragma once
 // Serves a program's metrics over HTTP: GET /metrics answers in the
 // Prometheus text format (metrics/prometheus.hpp) with what `collect`
-// produces, followed by the endpoint's own counts; GET /healthz answers "ok".
+// produces, followed by the endpoint's own counts; GET /healthz answers "ok",
+// or 503 "draining" once set_draining() said the program is leaving (so a
+// load balancer or an orchestrator's readiness probe sends no one new).
 // Other paths get 404, other methods 405. Its connections run on the
 // program's worker loops beside the traffic, so a scrape costs the traffic a
 // little of one loop's time, not a thread.
@@ -64,6 +66,9 @@ class MetricsEndpoint {
   // Stops accepting and closes its connections (on the accept executor).
   void shutdown() { server_.shutdown(std::chrono::milliseconds(1000)); }
 
+  // From any thread: /healthz says 503 "draining" from now on.
+  void set_draining() noexcept { draining_.store(true, std::memory_order_relaxed); }
+
   std::uint64_t scrapes() const noexcept { return scrapes_.load(std::memory_order_relaxed); }
   const Stats& stats() const noexcept { return stats_; }
   // Connections let go of to make room for a new one.
@@ -84,6 +89,7 @@ class MetricsEndpoint {
   Stats stats_;
   std::atomic<std::uint64_t> scrapes_{0};
   std::atomic<std::uint64_t> evicted_{0};
+  std::atomic<bool> draining_{false};
   std::mutex open_mutex_;  // the worker loops admit and forget concurrently
   std::vector<Connection*> open_;
   net::TcpServer server_;  // last: its connections use the members above

@@ -4,7 +4,11 @@
 // (server_picker.hpp), and keeps what it is given while it cannot send (the
 // peer is away, or the connection is over its high-water mark) in a bounded
 // outbox, delivered in order once it can, on whichever server it reaches. A
-// send it cannot keep is refused and says so; nothing it accepted is dropped
+// server that says goodbye (it is draining for a restart) is left at once,
+// gracefully: what was sent is flushed and its replies still arrive while the
+// server closes (TcpConnection::kLingerTimeout at most), new sends wait in
+// the outbox, and the next connection is made without a backoff. A send it
+// cannot keep is refused and says so; nothing it accepted is dropped
 // silently. Lives on one loop: every member function must be called on that
 // loop's thread.
 #include <chrono>
@@ -77,6 +81,8 @@ struct ReconnectingClientStats {
   std::uint64_t resumed_connects = 0;
   std::uint64_t failed_attempts = 0;
   std::uint64_t disconnects = 0;
+  // Of those, connections left because the server said goodbye (it was draining).
+  std::uint64_t goodbyes = 0;
   std::uint64_t outbox_refusals = 0;
   // Bytes accepted onto a connection that were still unsent when it died.
   std::uint64_t unsent_bytes_lost = 0;
@@ -124,14 +130,15 @@ class ReconnectingClient final : private SessionEvents {
   // send it, wait for outbox_messages() to reach 0 before stopping.
   void stop();
 
-  bool connected() const noexcept { return session_ != nullptr && session_->open(); }
+  // Connected, and not leaving a server that said goodbye.
+  bool connected() const noexcept { return session_ != nullptr && session_->open() && !leaving_; }
   std::size_t outbox_messages() const noexcept { return outbox_.size(); }
   std::size_t outbox_bytes() const noexcept { return outbox_bytes_; }
   const ReconnectingClientStats& stats() const noexcept { return stats_; }
   // The address of the connection (or the attempt) now or last; empty before the first.
   const std::string& server() const noexcept { return server_; }
-  // The live session, or null while disconnected.
-  Session* session() noexcept { return session_; }
+  // The live session, or null while disconnected (or leaving: see connected()).
+  Session* session() noexcept { return leaving_ ? nullptr : session_; }
 
  private:
   // Where an attempt goes: a Unix socket, or a TCP endpoint.
@@ -169,6 +176,7 @@ class ReconnectingClient final : private SessionEvents {
   void on_open(Session& session) override;
   void on_message(Session& session, const Message& message) override;
   void on_backpressure(Session& session, bool congested) override;
+  void on_goodbye(Session& session) override;
   void on_close(Session& session, const CloseReason& reason) override;
 
   boost::asio::io_context& loop_;
@@ -192,6 +200,7 @@ class ReconnectingClient final : private SessionEvents {
   std::shared_ptr<TcpConnection> connection_;
   Session* session_ = nullptr;
   bool session_opened_ = false;  // the current connection's session opened (after any handshake)
+  bool leaving_ = false;         // its server said goodbye: it closes, sends wait for the next
   std::deque<std::vector<std::byte>> outbox_;
   std::size_t outbox_bytes_ = 0;
   ReconnectingClientStats stats_;

@@ -2,6 +2,7 @@
 /// @file
 /// A TCP server that owns everything a server program needs: the listening
 /// socket, the worker loops, SIGINT/SIGTERM/SIGHUP handling and a graceful stop.
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <volley/net/loop_pool.hpp>
 #include <volley/net/tcp_server.hpp>
@@ -36,6 +38,13 @@ struct ServerOptions {
   /// ReceivePath; where io_uring cannot run, the server says why and uses the reactor).
   ReceivePath receive = ReceivePath::reactor;
   bool handle_signals = true;    ///< SIGINT, SIGTERM and SIGHUP stop the server gracefully
+  /// SIGTERM drains (drain()) instead of stopping at once: for a restart
+  /// that drops no client. SIGINT and SIGHUP still stop; so does a second
+  /// signal while draining.
+  bool drain_on_sigterm = false;
+  /// How long a drain waits for peers to leave once told to go; then the
+  /// stop closes those still there (within shutdown_timeout).
+  std::chrono::milliseconds drain_timeout{10000};
   /// How long a stop waits for connections to close gracefully (their queued
   /// bytes flushed) before aborting the rest, so a peer that stopped reading
   /// cannot keep the server from stopping.
@@ -101,6 +110,9 @@ class Server {
   /// Called on the control loop when the server stops, before connections
   /// are closed: stop timers, close sockets the server does not know about.
   void on_stop(std::function<void()> step);
+  /// Called on the control loop when a drain begins: say "draining" where a
+  /// load balancer or an orchestrator asks (a /healthz that answers 503).
+  void on_drain(std::function<void()> step);
 
   /// Runs the server on this thread until stop() or a signal; returns once
   /// every connection has closed and every worker loop has finished.
@@ -108,6 +120,15 @@ class Server {
   /// Stops accepting and closes every connection gracefully. Thread-safe,
   /// idempotent, and safe before run() (run() then returns at once).
   void stop();
+  /// A graceful hand-over, for a restart: stops accepting (another process on
+  /// the same port, reuse_port, takes the new connections), tells every peer
+  /// to finish and go elsewhere (StreamHandler::on_drain: a session's goodbye
+  /// frame, a WebSocket close 1001, an HTTP Connection: close) and serves it
+  /// until it leaves; once none is left, or after drain_timeout, stops as
+  /// stop() does. Thread-safe; nothing once stopping.
+  void drain();
+  /// A drain has begun (read from any thread).
+  bool draining() const noexcept { return draining_.load(std::memory_order_relaxed); }
 
   /// The loop run() runs on this thread: post timers and progress reports here.
   boost::asio::io_context& control_loop() noexcept { return control_; }
@@ -145,6 +166,10 @@ class Server {
 
  private:
   boost::asio::ip::tcp::endpoint endpoint() const;
+  void wait_for_signal();
+  void begin_drain();
+  // Stops once no connection is left, or at the drain's deadline.
+  void await_drained(std::chrono::steady_clock::time_point deadline);
   void begin_stop();
 
   // Destroyed bottom-up: the worker loops (and any connection still on them)
@@ -153,10 +178,13 @@ class Server {
   ServerOptions options_;
   boost::asio::io_context control_{1};
   boost::asio::signal_set signals_;
+  boost::asio::steady_timer drain_timer_;
   std::unique_ptr<TcpServer> tcp_;
   LoopPool workers_;
   std::vector<std::function<void()>> ready_steps_;
   std::vector<std::function<void()>> stop_steps_;
+  std::vector<std::function<void()>> drain_steps_;
+  std::atomic<bool> draining_{false};  // written on the control loop
   bool stopping_ = false;  // touched on the control loop only
   int stop_signal_ = 0;
 };

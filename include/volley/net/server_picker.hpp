@@ -46,6 +46,10 @@ class ServerPicker {
   void opened(std::size_t server);
   // That open connection was lost.
   Next after_lost_connection(std::size_t server, Clock::time_point now, double draw);
+  // The server on that connection said goodbye (it is draining, and has
+  // stopped accepting, or hands its port to a new process): an attempt at
+  // once, from the first server (first) or on the next ready one (round_robin).
+  Next after_goodbye(std::size_t server, Clock::time_point now);
 
  private:
   struct Server {

@@ -270,11 +270,12 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
     return reading_paused_ || (output_full_ && limits_.stop_reading_when_full);
   }
   void arm_idle_check();
+  void hold_while_paused();
 
   friend class detail::ConnectionInput;  // its wait ends in on_readable
 
   boost::asio::ip::tcp::socket socket_;
-  boost::asio::steady_timer linger_timer_;
+  boost::asio::steady_timer linger_timer_;  // the handshake deadline, the hold while paused, the linger
   boost::asio::steady_timer slow_timer_;  // the slow-consumer deadline while output is full
   boost::asio::steady_timer idle_timer_;  // checks limits_.idle_timeout
   ConnectionLimits limits_;

@@ -83,6 +83,14 @@ class TcpServer {
   // run until every connection is closed, `deadline` at the most.
   static constexpr std::chrono::milliseconds kDefaultShutdownDeadline{5000};
   void shutdown(std::chrono::milliseconds deadline = kDefaultShutdownDeadline);
+  // Stops accepting and asks each connection's handler to send its peer
+  // elsewhere (StreamHandler::on_drain: a session's goodbye), serving it
+  // until it leaves; shutdown() ends those still open later. Connections the
+  // kernel had queued on the listener are accepted and told too, rather than
+  // reset with the listener. Call on the accept executor.
+  void drain();
+  // Connections accepted and not yet closed.
+  std::size_t open_connections() const noexcept { return open_.load(std::memory_order_relaxed); }
   // Connections the shutdown deadline aborted.
   std::uint64_t aborted_at_shutdown() const noexcept { return aborted_.load(std::memory_order_relaxed); }
 
@@ -92,6 +100,9 @@ class TcpServer {
   // Closes the listening socket (removing a Unix socket's file first).
   void stop_listening();
   void do_accept();
+  // Hands an accepted socket (its descriptor) to the next worker loop, counted open.
+  void hand_over(boost::asio::ip::tcp::socket socket);
+  void hand_over(int fd);
   void shed_one_connection();
   std::vector<std::shared_ptr<TcpConnection>> live_on(std::size_t worker);
   // Makes and starts the connection of a socket accepted for worker loop `worker`, on it.
@@ -118,6 +129,7 @@ class TcpServer {
   std::atomic<std::uint64_t> handshake_failures_{0};
   std::atomic<std::uint64_t> handshakes_{0};
   std::atomic<std::uint64_t> resumed_handshakes_{0};
+  std::atomic<bool> draining_{false};  // set on the accept executor, read by the workers as they adopt
   HandlerFactory factory_;
   TransportFactory transport_;
   ConnectionLimits limits_;

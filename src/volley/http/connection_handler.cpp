@@ -122,7 +122,7 @@ void ConnectionHandler::parse_buffered(net::TcpConnection& connection) {
     stats_.requests.fetch_add(1, std::memory_order_relaxed);
     set_idle_since(std::chrono::steady_clock::time_point::max());
     waiting_ = true;
-    keep_alive_ = request.keep_alive;
+    keep_alive_ = request.keep_alive && !draining_;
     connection.pause_reading();  // the next request waits in the socket until this one is answered
     handler_(request, Responder(connection.shared_from_this(), this, request.method == "HEAD"));
   }
@@ -142,6 +142,18 @@ void ConnectionHandler::respond(net::TcpConnection& connection, const Response& 
     return connection.resume_reading();
   }
   serve_buffered(connection);
+}
+
+void ConnectionHandler::on_drain(net::TcpConnection& connection) {
+  draining_ = true;
+  if (finished_) return;
+  if (waiting_ || parser_->request || !parser_->buffer.readable().empty()) {
+    keep_alive_ = false;  // the request under way is answered, with Connection: close
+    return;
+  }
+  finished_ = true;  // between requests: nothing to finish
+  connection.close({net::CloseReason::Kind::shutdown, "draining"});
+  connection.resume_reading();
 }
 
 void ConnectionHandler::on_backpressure(net::TcpConnection& connection, bool full) {

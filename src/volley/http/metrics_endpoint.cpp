@@ -142,7 +142,9 @@ void MetricsEndpoint::serve(const Request& request, Responder responder) {
   }
   Response r;
   if (path == "/healthz") {
-    r.body = "ok\n";
+    const bool draining = draining_.load(std::memory_order_relaxed);
+    r.status = draining ? 503 : 200;
+    r.body = draining ? "draining\n" : "ok\n";
   } else {
     r.status = 404;
     r.body = "not found: /metrics and /healthz are served here\n";

@@ -227,7 +227,7 @@ void ReconnectingClient::schedule_reconnect(ServerPicker::Next next, const std::
 SendResult ReconnectingClient::send(std::span<const std::byte> payload) {
   if (stopping_) return SendResult::closed;
   // Straight to the connection only when nothing older waits in the outbox: order is kept.
-  if (session_ != nullptr && session_->open() && outbox_.empty() && !session_->congested()) {
+  if (connected() && outbox_.empty() && !session_->congested()) {
     const SendResult r = session_->send(payload);
     if (r == SendResult::sent || r == SendResult::invalid) return r;
   }
@@ -245,7 +245,7 @@ SendResult ReconnectingClient::send(std::span<const std::byte> payload) {
 }
 
 void ReconnectingClient::drain_outbox() {
-  while (!outbox_.empty() && session_ != nullptr && session_->open() && !session_->congested()) {
+  while (!outbox_.empty() && connected() && !session_->congested()) {
     if (session_->send(outbox_.front()) != SendResult::sent) break;
     outbox_bytes_ -= outbox_.front().size();
     outbox_.pop_front();
@@ -288,8 +288,16 @@ void ReconnectingClient::on_backpressure(Session& /*session*/, bool congested) {
   if (callbacks_.on_backpressure) callbacks_.on_backpressure(congested);
 }
 
+void ReconnectingClient::on_goodbye(Session& session) {
+  if (leaving_) return;
+  leaving_ = true;
+  ++stats_.goodbyes;
+  session.close({CloseReason::Kind::peer_going_away, "the server said goodbye: it is draining"});
+}
+
 void ReconnectingClient::on_close(Session& /*session*/, const CloseReason& reason) {
   session_ = nullptr;
+  const bool left = std::exchange(leaving_, false);
   if (reason.kind == CloseReason::Kind::handshake_failed || !session_opened_) {
     // Never connected (the handshake failed, or stop() ended it): a failed
     // attempt, not a disconnect.
@@ -306,7 +314,10 @@ void ReconnectingClient::on_close(Session& /*session*/, const CloseReason& reaso
   // The connection is mid-call (this runs inside it): let it go on the next turn of the loop.
   asio::post(loop_, [c = std::move(connection_)] {});
   if (callbacks_.on_close) callbacks_.on_close(reason);
-  if (!stopping_) schedule_reconnect(picker_->after_lost_connection(target_, Clock::now(), draw()), {});
+  if (stopping_) return;
+  schedule_reconnect(left ? picker_->after_goodbye(target_, Clock::now())
+                          : picker_->after_lost_connection(target_, Clock::now(), draw()),
+                     {});
 }
 
 }  // namespace volley::net

@@ -60,6 +60,14 @@ ServerPicker::Next ServerPicker::after_lost_connection(std::size_t server, Clock
   return next;
 }
 
+ServerPicker::Next ServerPicker::after_goodbye(std::size_t server, Clock::time_point now) {
+  if (policy_ == ServerPolicy::first) {
+    failed_in_row_ = 0;
+    return {0, {}};
+  }
+  return next_ready_after(server, now);
+}
+
 ServerPicker::Next ServerPicker::next_ready_after(std::size_t from, Clock::time_point now) const {
   const std::size_t n = servers_.size();
   std::size_t soonest = (from + 1) % n;

@@ -108,6 +108,7 @@ void Session::close(CloseReason reason) {
 }
 
 bool Session::say_goodbye() {
+  if (stats_.goodbyes_out > 0) return true;  // once is enough (a connection drained twice as it opened)
   if (connection_ == nullptr || !connection_->open()) return false;
   const StreamTransport* transport = connection_->transport();
   if (transport != nullptr && transport->closes_in_band()) {

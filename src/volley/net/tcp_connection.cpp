@@ -166,6 +166,7 @@ bool TcpConnection::send_keepalive() {
 void TcpConnection::resume_reading() {
   if (!reading_paused_) return;
   reading_paused_ = false;
+  if (state_ == State::open) linger_timer_.cancel();  // hold_while_paused()'s wait
   if (state_ == State::handshaking) return;  // reading begins with the connection
   if (stops_reading()) return;  // full output: reading comes back once it drains
   // A wait still queued goes on as if never paused; a read being handled
@@ -205,8 +206,21 @@ bool TcpConnection::on_readable(const boost::system::error_code& ec) {
   // that reached high water from outside a read (a reply from a timer, another
   // loop) stops reading the same way, until it drains. A closing connection
   // reads on, to see the peer's end.
-  if (stops_reading() && state_ == State::open) return false;
+  if (stops_reading() && state_ == State::open) {
+    hold_while_paused();
+    return false;
+  }
   return read_now();
+}
+
+void TcpConnection::hold_while_paused() {
+  // Paused by the handler with nothing else pending (an answer it will give
+  // later, from a timer or another loop), nothing would own the connection
+  // and it would go unclosed: a wait that never ends owns it until
+  // resume_reading() or the close. (Full output has its write pending.)
+  if (!reading_paused_ || state_ != State::open) return;
+  linger_timer_.expires_at(std::chrono::steady_clock::time_point::max());
+  linger_timer_.async_wait([self = shared_from_this()](const boost::system::error_code&) {});
 }
 
 bool TcpConnection::read_now() {
@@ -255,7 +269,10 @@ TcpConnection::Read TcpConnection::on_read(const boost::system::error_code& ec, 
   // The cork's end flushed, and a flush that completed at once can finish a closing connection.
   if (state_ == State::closed) return Read::done;
   reading_ = Reading::idle;
-  if (stops_reading()) return Read::done;
+  if (stops_reading()) {
+    hold_while_paused();
+    return Read::done;
+  }
   if (!more) {
     do_read();
     return Read::done;

@@ -106,7 +106,12 @@ void TcpServer::do_accept() {
   // descriptor: no pending operation of one loop ever holds an object of
   // another, so the loops can be torn down in any order.
   acceptor_.async_accept([this](const boost::system::error_code& ec, asio::ip::tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec == asio::error::operation_aborted) return;
+    if (!acceptor_.is_open()) {
+      // Accepted as the listener closed for a drain: told to go, not reset.
+      if (!ec && draining_.load(std::memory_order_relaxed)) hand_over(std::move(socket));
+      return;
+    }
     if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
         ec == asio::error::no_memory) {
       // Keep serving the connections we have; refuse one pending connection,
@@ -137,29 +142,36 @@ void TcpServer::do_accept() {
                      max_connections_, over);
       socket.close(ignored);
     } else {
-      open_.fetch_add(1, std::memory_order_relaxed);
-      const std::size_t worker = workers_.next_index();
-      const auto protocol = protocol_;
-      boost::system::error_code release_error;
-      const int fd = socket.release(release_error);
-      if (release_error) {
-        open_.fetch_sub(1, std::memory_order_relaxed);
-        spdlog::warn("accept: cannot hand the connection over: {}", release_error.message());
-      } else {
-        asio::post(workers_.slot_executor(worker), [this, worker, protocol, fd] {
-          asio::ip::tcp::socket s(workers_.connection_executor(worker));
-          boost::system::error_code assign_error;
-          s.assign(protocol, fd, assign_error);
-          if (assign_error) {
-            ::close(fd);
-            open_.fetch_sub(1, std::memory_order_relaxed);
-            return;
-          }
-          adopt(worker, std::move(s));
-        });
-      }
+      hand_over(std::move(socket));
     }
     do_accept();
+  });
+}
+
+void TcpServer::hand_over(asio::ip::tcp::socket socket) {
+  boost::system::error_code release_error;
+  const int fd = socket.release(release_error);
+  if (release_error) {
+    spdlog::warn("accept: cannot hand the connection over: {}", release_error.message());
+    return;
+  }
+  hand_over(fd);
+}
+
+void TcpServer::hand_over(int fd) {
+  open_.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t worker = workers_.next_index();
+  const auto protocol = protocol_;
+  asio::post(workers_.slot_executor(worker), [this, worker, protocol, fd] {
+    asio::ip::tcp::socket s(workers_.connection_executor(worker));
+    boost::system::error_code assign_error;
+    s.assign(protocol, fd, assign_error);
+    if (assign_error) {
+      ::close(fd);
+      open_.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
+    adopt(worker, std::move(s));
   });
 }
 
@@ -188,7 +200,10 @@ void TcpServer::adopt(std::size_t worker, asio::ip::tcp::socket socket) {
     });
   });
   // On the connection's own executor (the slot's loop, or its strand).
-  asio::dispatch(connection->get_executor(), [connection] { connection->start(); });
+  asio::dispatch(connection->get_executor(), [connection, draining = draining_.load(std::memory_order_relaxed)] {
+    connection->start();
+    if (draining) connection->drain();
+  });
 }
 
 std::vector<std::shared_ptr<TcpConnection>> TcpServer::live_on(std::size_t worker) {
@@ -197,6 +212,25 @@ std::vector<std::shared_ptr<TcpConnection>> TcpServer::live_on(std::size_t worke
   for (auto& [ptr, weak] : live_[worker])
     if (auto c = weak.lock()) connections.push_back(std::move(c));
   return connections;
+}
+
+void TcpServer::drain() {
+  if (draining_.exchange(true, std::memory_order_relaxed)) return;
+  accept_pause_.cancel();
+  // What the kernel queued on the listener would be reset when it closes
+  // (with SO_REUSEPORT the queue is this socket's alone): take it first.
+  if (acceptor_.is_open()) {
+    for (;;) {
+      const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) break;
+      hand_over(fd);
+    }
+  }
+  stop_listening();
+  for (std::size_t w = 0; w < workers_.size(); ++w)
+    asio::post(workers_.slot_executor(w), [this, w] {
+      for (auto& c : live_on(w)) asio::dispatch(c->get_executor(), [c] { c->drain(); });
+    });
 }
 
 void TcpServer::shutdown(std::chrono::milliseconds deadline) {
