@@ -148,6 +148,27 @@ TEST_P(KilledServer, TheClientFailsOverToTheNextAndOnlyCallsInFlightCanFail) {
   for (std::size_t i = 1; i < 3; ++i) three.servers[i]->stop();
 }
 
+// Six checked-frame session clients, round-robin over `three` from seeds
+// 0..5 (so they start on servers 0, 1, 2, 0, 1, 2), counting echoes in `echoed`.
+std::vector<std::unique_ptr<net::ReconnectingClient>> six_round_robin_clients(
+    asio::io_context& loop, const ThreeServers& three, std::vector<int>& echoed,
+    std::chrono::milliseconds return_home_after) {
+  std::vector<std::unique_ptr<net::ReconnectingClient>> clients;
+  for (std::size_t i = 0; i < 6; ++i) {
+    net::ReconnectingClientOptions o;
+    o.servers = three.addresses;
+    o.server_policy = net::ServerPolicy::round_robin;
+    o.backoff = {.initial = 20ms, .maximum = 200ms};
+    o.return_home_after = return_home_after;
+    o.make_codec = [] { return make_codec(Framing::checked); };
+    o.jitter_seed = i;
+    clients.push_back(std::make_unique<net::ReconnectingClient>(
+        loop, o, net::ReconnectingClient::Callbacks{.on_message = [&echoed, i](const net::Message&) { ++echoed[i]; }}));
+    clients.back()->start();
+  }
+  return clients;
+}
+
 // Six session clients, round-robin over three pingpong-servers: they spread
 // over all three. One server is killed: its clients fail over to the other
 // two, counted, and what they send afterwards is echoed.
@@ -155,19 +176,8 @@ TEST(Failover, RoundRobinClientsSpreadAndThoseOfAKilledServerMoveToTheOthers) {
   TempDir dir;
   ThreeServers three(dir, {"pingpong-server", "--bind", "127.0.0.1", "--framing", "checked"});
   asio::io_context loop;
-  std::vector<std::unique_ptr<net::ReconnectingClient>> clients;
   std::vector<int> echoed(6, 0);
-  for (std::size_t i = 0; i < 6; ++i) {
-    net::ReconnectingClientOptions o;
-    o.servers = three.addresses;
-    o.server_policy = net::ServerPolicy::round_robin;
-    o.backoff = {.initial = 20ms, .maximum = 200ms};
-    o.make_codec = [] { return make_codec(Framing::checked); };
-    o.jitter_seed = i;  // where each starts: 0, 1, 2, 0, 1, 2
-    clients.push_back(std::make_unique<net::ReconnectingClient>(
-        loop, o, net::ReconnectingClient::Callbacks{.on_message = [&echoed, i](const net::Message&) { ++echoed[i]; }}));
-    clients.back()->start();
-  }
+  auto clients = six_round_robin_clients(loop, three, echoed, 0ms);
   const auto all_connected = [&] {
     for (const auto& c : clients)
       if (!c->connected()) return false;
@@ -202,6 +212,54 @@ TEST(Failover, RoundRobinClientsSpreadAndThoseOfAKilledServerMoveToTheOthers) {
   run_until(loop, [&] { return !std::any_of(clients.begin(), clients.end(), [](const auto& c) { return c->connected(); }); }, 5s);
   for (std::size_t i = 0; i < 3; ++i)
     if (i != victim) three.servers[i]->stop();
+}
+
+// The same six clients with return_home_after: once the killed server is
+// back (a new process on its port), the clients that left it return, each
+// once, and the six spread two to a server again.
+TEST(Failover, ClientsThatFailedOverReturnToTheirOwnServerOnceItIsBack) {
+  TempDir dir;
+  ThreeServers three(dir, {"pingpong-server", "--bind", "127.0.0.1", "--framing", "checked"});
+  asio::io_context loop;
+  std::vector<int> echoed(6, 0);
+  auto clients = six_round_robin_clients(loop, three, echoed, 100ms);
+  const auto spread = [&] {
+    std::map<std::size_t, int> per_server;
+    for (const auto& c : clients)
+      if (c->connected()) ++per_server[three.index_of(c->server())];
+    return per_server;
+  };
+  const std::map<std::size_t, int> even{{0, 2}, {1, 2}, {2, 2}};
+  ASSERT_TRUE(run_until(loop, [&] { return spread() == even; }, 10s));
+
+  const std::size_t victim = 1;
+  three.kill(victim);
+  const auto away = [&] {
+    const auto s = spread();
+    return s.count(victim) == 0 && s.count(0) == 1 && s.count(2) == 1 && s.at(0) + s.at(2) == 6;
+  };
+  ASSERT_TRUE(run_until(loop, away, 10s)) << "the victim's two clients moved to the others";
+  run_until(loop, [] { return false; }, 300ms);  // probes that find nobody home: they stay
+  EXPECT_TRUE(away());
+
+  const auto port = three.addresses[victim].substr(three.addresses[victim].rfind(':') + 1);
+  ListeningServer back(dir, {"pingpong-server", "--bind", "127.0.0.1", "--framing", "checked", "-p", port, "--json"},
+                       "back");
+  ASSERT_TRUE(run_until(loop, [&] { return spread() == even; }, 10s)) << "the two returned";
+  for (std::size_t i = 0; i < clients.size(); ++i) {
+    const bool moved = i % 3 == victim;  // seeds 1 and 4 start on server 1
+    EXPECT_EQ(clients[i]->stats().returns, moved ? 1u : 0u) << "client " << i;
+    EXPECT_EQ(clients[i]->stats().failovers, moved ? 2u : 0u) << "client " << i << ": away and back";
+    for (int m = 0; m < 10; ++m) clients[i]->send(message(Framing::checked, "after " + std::to_string(m)));
+  }
+  ASSERT_TRUE(run_until(loop, [&] {
+    return std::all_of(echoed.begin(), echoed.end(), [](int n) { return n >= 10; });
+  }, 10s));
+  for (auto& c : clients) c->stop();
+  run_until(loop, [&] { return !std::any_of(clients.begin(), clients.end(), [](const auto& c) { return c->connected(); }); }, 5s);
+  EXPECT_EQ(json_u64(back.stop(), "messages_in"), 20u) << "the returned clients' messages went to it";
+  three.servers[0]->stop();
+  three.servers[2]->stop();
 }
 
 // Servers on one port with --reuse-port: the second starts beside the first

@@ -4,7 +4,8 @@
 // that entered the host's network namespace) and calls through the replay
 // policy while the link of the server host it uses is cut for 5 s: every
 // call is answered, in the order made, and the cut client's failover is
-// counted. The script's own rules are checked too: a bad file is refused
+// counted; once the link is back, the client returns to its own server, so
+// the two spread over two servers again. The script's own rules are checked too: a bad file is refused
 // with its line, and down leaves nothing behind.
 #include <fcntl.h>
 #include <sched.h>
@@ -117,6 +118,7 @@ struct NamespacedCaller {
     o.connect_timeout = 1s;
     o.session.heartbeat_interval = 500ms;  // a cut link is noticed after 3 silent intervals
     o.outbox_messages = 100000;
+    o.return_home_after = 500ms;  // back to its own server once that takes connections again
     client.start(o, rpc::InFlightPolicy::replay);
     std::int64_t made = 0;
     asio::steady_timer tick(loop);
@@ -124,6 +126,7 @@ struct NamespacedCaller {
     std::uint64_t disconnects_seen = 0;
     std::function<void()> call_more = [&] {
       if (stop) return;
+      returns = client.reconnect_stats()->returns;
       if (client.reconnect_stats()->disconnects != disconnects_seen) {  // when, and why, for the report
         disconnects_seen = client.reconnect_stats()->disconnects;
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
@@ -159,6 +162,7 @@ struct NamespacedCaller {
   int errors = 0;
   int out_of_order = 0;
   std::uint64_t failovers = 0;
+  std::atomic<std::uint64_t> returns{0};  // to its own server, after a failover
   std::string closes;  // when each connection closed (from the start), and why
   std::vector<std::string> used;
   std::thread thread;
@@ -192,7 +196,8 @@ TEST(NetemTopology, AServerHostCutForFiveSecondsCostsNoCallWithReplayAndItsClien
   ASSERT_EQ(topology.run("cut", "s1"), 0);
   std::this_thread::sleep_for(5s);
   ASSERT_EQ(topology.run("heal", "s1"), 0);
-  std::this_thread::sleep_for(1500ms);
+  for (int i = 0; i < 1000 && c1.returns == 0; ++i) std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(500ms);  // calls on s1 again
   c1.stop = true;
   c2.stop = true;
   c1.thread.join();
@@ -209,7 +214,9 @@ TEST(NetemTopology, AServerHostCutForFiveSecondsCostsNoCallWithReplayAndItsClien
     EXPECT_EQ(c->errors, 0);
     EXPECT_EQ(c->out_of_order, 0) << "answered in the order made";
   }
-  EXPECT_EQ(c1.failovers, 1u) << "c1's server host was cut: it went on with another";
+  EXPECT_EQ(c1.failovers, 2u) << "c1's server host was cut: it went on with another, and came back";
+  EXPECT_EQ(c1.returns, 1u) << "c1 went back to s1 once its link was healed";
+  EXPECT_EQ(c2.returns, 0u);
   EXPECT_EQ(c2.failovers, 0u) << "c2's server was never cut; s2 said: " << servers[1]->stderr_text();
   for (auto& s : servers) s->send_signal(SIGTERM);
   for (auto& s : servers) EXPECT_EQ(s->wait_for(30s).value_or(-1), 0) << s->stderr_text();

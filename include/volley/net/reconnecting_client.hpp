@@ -47,6 +47,13 @@ struct ReconnectingClientOptions {
   // DNS-based discovery. Tried as server_policy says (server_picker.hpp).
   std::vector<std::string> servers;
   ServerPolicy server_policy = ServerPolicy::first;
+  // After a failover, connected to another server than its own (the first
+  // server, or round_robin's jitter_seed % servers), the client checks this
+  // long after, and every this long again, whether its own takes connections
+  // again (a bare connect, closed at once); when it does, it leaves for it
+  // gracefully, as after a goodbye, so clients spread again once a server is
+  // back. 0: they stay where they are until that connection ends.
+  std::chrono::milliseconds return_home_after{0};
   std::chrono::milliseconds connect_timeout{2000};
   BackoffOptions backoff{};
   std::size_t outbox_messages = 4096;
@@ -81,8 +88,10 @@ struct ReconnectingClientStats {
   std::uint64_t resumed_connects = 0;
   std::uint64_t failed_attempts = 0;
   std::uint64_t disconnects = 0;
-  // Of those, connections left because the server said goodbye (it was draining).
+  // Of those, connections left because the server said goodbye (it was
+  // draining), and those left to go back to the client's own server (return_home_after).
   std::uint64_t goodbyes = 0;
+  std::uint64_t returns = 0;
   std::uint64_t outbox_refusals = 0;
   // Bytes accepted onto a connection that were still unsent when it died.
   std::uint64_t unsent_bytes_lost = 0;
@@ -131,14 +140,14 @@ class ReconnectingClient final : private SessionEvents {
   void stop();
 
   // Connected, and not leaving a server that said goodbye.
-  bool connected() const noexcept { return session_ != nullptr && session_->open() && !leaving_; }
+  bool connected() const noexcept { return session_ != nullptr && session_->open() && leaving_ == Leaving::no; }
   std::size_t outbox_messages() const noexcept { return outbox_.size(); }
   std::size_t outbox_bytes() const noexcept { return outbox_bytes_; }
   const ReconnectingClientStats& stats() const noexcept { return stats_; }
   // The address of the connection (or the attempt) now or last; empty before the first.
   const std::string& server() const noexcept { return server_; }
   // The live session, or null while disconnected (or leaving: see connected()).
-  Session* session() noexcept { return leaving_ ? nullptr : session_; }
+  Session* session() noexcept { return leaving_ == Leaving::no ? session_ : nullptr; }
 
  private:
   // Where an attempt goes: a Unix socket, or a TCP endpoint.
@@ -171,6 +180,12 @@ class ReconnectingClient final : private SessionEvents {
   void schedule_reconnect(ServerPicker::Next next, const std::error_code& why);
   double draw() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
   void drain_outbox();
+  // Why the open connection is being closed by this end, before a reconnect at once.
+  enum class Leaving { no, goodbye, home };
+  void leave(Leaving why, CloseReason reason);
+  // return_home_after: waits, then probes the client's own server.
+  void check_home();
+  void probe_home();
 
   // SessionEvents
   void on_open(Session& session) override;
@@ -200,7 +215,9 @@ class ReconnectingClient final : private SessionEvents {
   std::shared_ptr<TcpConnection> connection_;
   Session* session_ = nullptr;
   bool session_opened_ = false;  // the current connection's session opened (after any handshake)
-  bool leaving_ = false;         // its server said goodbye: it closes, sends wait for the next
+  Leaving leaving_ = Leaving::no;  // closing to go elsewhere: sends wait for the next connection
+  boost::asio::steady_timer home_timer_;  // return_home_after's period, then the probe's deadline
+  std::unique_ptr<boost::asio::ip::tcp::socket> probe_;  // a connect to the client's own server
   std::deque<std::vector<std::byte>> outbox_;
   std::size_t outbox_bytes_ = 0;
   ReconnectingClientStats stats_;

@@ -1,5 +1,7 @@
 #include <volley/net/reconnecting_client.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <stdexcept>
 #include <utility>
@@ -21,7 +23,8 @@ ReconnectingClient::ReconnectingClient(asio::io_context& loop, ReconnectingClien
       validator_(options_.make_codec()),
       rng_(options_.jitter_seed),
       retry_timer_(loop),
-      connect_timer_(loop) {
+      connect_timer_(loop),
+      home_timer_(loop) {
   if (options_.servers.empty()) configured_.push_back(configure(options_.host, options_.port));
   for (const std::string& text : options_.servers) {
     std::string host;
@@ -51,6 +54,7 @@ ReconnectingClient::~ReconnectingClient() {
   stopping_ = true;
   if (resolver_) resolver_->cancel();
   if (socket_) close_without_cancel(*socket_);  // a connect in flight
+  if (probe_) close_without_cancel(*probe_);
   if (connection_) connection_->abort({CloseReason::Kind::local_close, "client destroyed"});
 }
 
@@ -256,7 +260,9 @@ void ReconnectingClient::stop() {
   stopping_ = true;
   retry_timer_.cancel();
   connect_timer_.cancel();
+  home_timer_.cancel();
   if (socket_) close_without_cancel(*socket_);
+  if (probe_) close_without_cancel(*probe_);
   drain_outbox();  // what an open connection can still take
   stats_.outbox_dropped += outbox_.size();
   outbox_.clear();
@@ -275,8 +281,50 @@ void ReconnectingClient::on_open(Session& session) {
   if (const TcpConnection* c = session.connection(); c != nullptr && c->transport() != nullptr)
     if (c->transport()->resumed_session()) ++stats_.resumed_connects;
   session_opened_ = true;
+  if (options_.return_home_after.count() > 0 && target_ != picker_->first()) check_home();
   if (callbacks_.on_open) callbacks_.on_open();
   drain_outbox();
+}
+
+void ReconnectingClient::check_home() {
+  std::weak_ptr<bool> alive = alive_;
+  home_timer_.expires_after(options_.return_home_after);
+  home_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+    if (ec || alive.expired() || stopping_ || !connected() || target_ == picker_->first()) return;
+    probe_home();
+  });
+}
+
+void ReconnectingClient::probe_home() {
+  const Target& home = targets_[picker_->first()];
+  if (home.unix_socket) {  // answered at once
+    std::error_code error;
+    const int fd = connect_unix(*home.unix_socket, error);
+    if (fd < 0) return check_home();
+    ::close(fd);
+    return leave(Leaving::home, {CloseReason::Kind::local_close, "back to its own server"});
+  }
+  std::weak_ptr<bool> alive = alive_;
+  probe_ = std::make_unique<asio::ip::tcp::socket>(loop_);
+  probe_->async_connect(home.endpoint, [this, alive](const boost::system::error_code& ec) {
+    if (alive.expired()) return;
+    probe_.reset();
+    home_timer_.cancel();  // the probe's deadline
+    if (stopping_ || !connected()) return;
+    if (ec) return check_home();
+    leave(Leaving::home, {CloseReason::Kind::local_close, "back to its own server"});
+  });
+  home_timer_.expires_after(options_.connect_timeout);
+  home_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+    if (!ec && !alive.expired() && probe_) close_without_cancel(*probe_);  // completes the connect with an error
+  });
+}
+
+void ReconnectingClient::leave(Leaving why, CloseReason reason) {
+  if (leaving_ != Leaving::no || session_ == nullptr) return;
+  leaving_ = why;
+  ++(why == Leaving::goodbye ? stats_.goodbyes : stats_.returns);
+  session_->close(std::move(reason));
 }
 
 void ReconnectingClient::on_message(Session& /*session*/, const Message& message) {
@@ -288,16 +336,15 @@ void ReconnectingClient::on_backpressure(Session& /*session*/, bool congested) {
   if (callbacks_.on_backpressure) callbacks_.on_backpressure(congested);
 }
 
-void ReconnectingClient::on_goodbye(Session& session) {
-  if (leaving_) return;
-  leaving_ = true;
-  ++stats_.goodbyes;
-  session.close({CloseReason::Kind::peer_going_away, "the server said goodbye: it is draining"});
+void ReconnectingClient::on_goodbye(Session& /*session*/) {
+  leave(Leaving::goodbye, {CloseReason::Kind::peer_going_away, "the server said goodbye: it is draining"});
 }
 
 void ReconnectingClient::on_close(Session& /*session*/, const CloseReason& reason) {
   session_ = nullptr;
-  const bool left = std::exchange(leaving_, false);
+  const Leaving left = std::exchange(leaving_, Leaving::no);
+  home_timer_.cancel();
+  if (probe_) close_without_cancel(*probe_);
   if (reason.kind == CloseReason::Kind::handshake_failed || !session_opened_) {
     // Never connected (the handshake failed, or stop() ended it): a failed
     // attempt, not a disconnect.
@@ -315,9 +362,11 @@ void ReconnectingClient::on_close(Session& /*session*/, const CloseReason& reaso
   asio::post(loop_, [c = std::move(connection_)] {});
   if (callbacks_.on_close) callbacks_.on_close(reason);
   if (stopping_) return;
-  schedule_reconnect(left ? picker_->after_goodbye(target_, Clock::now())
-                          : picker_->after_lost_connection(target_, Clock::now(), draw()),
-                     {});
+  switch (left) {
+    case Leaving::goodbye: return schedule_reconnect(picker_->after_goodbye(target_, Clock::now()), {});
+    case Leaving::home: return schedule_reconnect({picker_->first(), {}}, {});
+    case Leaving::no: return schedule_reconnect(picker_->after_lost_connection(target_, Clock::now(), draw()), {});
+  }
 }
 
 }  // namespace volley::net
