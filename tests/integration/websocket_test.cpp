@@ -220,6 +220,26 @@ TEST(WebSocket, ASessionPingsItsPeerAndAClientThatAnswersStays) {
   EXPECT_GE(json_u64(report, "heartbeats_out"), 3u) << boost::json::serialize(report);
 }
 
+// A server that drains (--drain, SIGTERM) says goodbye over WebSocket with
+// its close frame, 1001 "going away": an independent client reads it after
+// the echo it was owed, and the server exits once the close is done.
+TEST(WebSocket, ADrainingServerClosesWith1001GoingAway) {
+  TempDir dir;
+  RunningPingPongServer server(dir, {"--ws", "--no-progress", "--drain"});
+  BeastClient client(server.port());
+  const Deadline deadline(client.ws.next_layer().native_handle(), 60s);
+  const std::string hi("\x00\x00\x07\x01\x01hi", 7);  // "hi" in a checked frame
+  EXPECT_EQ(client.echo(hi), hi);
+  server.process().send_signal(SIGTERM);
+  beast::flat_buffer buffer;
+  beast::error_code ec;
+  while (!ec) client.ws.read(buffer, ec);
+  EXPECT_EQ(ec, websocket::error::closed) << ec.message();
+  EXPECT_EQ(client.ws.reason().code, websocket::close_code::going_away);
+  const auto report = server.report();
+  EXPECT_EQ(json_u64(report, "goodbyes_out"), 1u) << boost::json::serialize(report);
+}
+
 TEST(WebSocket, ViolationsGetTheirCloseCodeAndOtherClientsAreUndisturbed) {
   TempDir dir;
   EchoServer server(dir, {"--proto", "ws", "--ws-max-message", "1024"});
