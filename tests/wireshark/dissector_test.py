@@ -184,6 +184,29 @@ def test_rpc():
     expect("rpc response time", times.get(6), ["0.002"])
 
 
+def test_goodbyes():
+    """docs/PROTOCOL.md's goodbye of each framing, byte for byte, beside near
+    misses that stay what they were: unknown type, fatal, a request."""
+    cap = Capture()
+    g = TcpStream(cap, 32101)
+    g.send(bytes.fromhex("00 00 00 00 00 01 01"), to_server=False)                   # 4: gNB goodbye
+    c = TcpStream(cap, 7777, client_port=40011)                                      # 5, 6, 7
+    c.send(bytes.fromhex("00 00 05 02 00"), to_server=False)                         # 8: checked goodbye
+    c.send(bytes.fromhex("00 00 06 02 00 00"), to_server=False)                      # 9: type 2 with a payload
+    r = TcpStream(cap, 32102, client_port=40012)                                     # 10, 11, 12
+    r.send(bytes.fromhex("00 00 00 00 00 00 00 00 ff ff ff fd"), to_server=False)    # 13: RPC goodbye
+    g.send(bytes.fromhex("00 00 00 00 00 01 02"), to_server=False)                   # 14: gNB type 0, other body
+    path = f"{WORK}/goodbyes.pcap"
+    cap.write(path)
+    rows = fields(path, ["_ws.col.Info", "_ws.expert.message", "volley_checked.type", "volley_rpc.kind"])
+    expect("gnb goodbye", (rows.get(4, [""])[0].startswith("goodbye"), rows.get(4, ["", ""])[1]), (True, ""))
+    expect("checked goodbye", (rows.get(8, [""])[0].startswith("goodbye"), rows.get(8, ["", "", ""])[1:3]),
+           (True, ["", "2"]))
+    expect("checked type 2 with a payload", "Unknown type" in rows.get(9, ["", ""])[1], True)
+    expect("rpc goodbye", (rows.get(13, [""])[0].startswith("goodbye"), rows.get(13, [""] * 4)[3]), (True, "goodbye"))
+    expect("gnb type 0 with another body", "other than the goodbye" in rows.get(14, ["", ""])[1], True)
+
+
 def arq_data(conversation, sequence, payload, flags=0):
     p = bytearray(struct.pack("!IBBIHI", conversation, 1, flags, sequence, len(payload), 0) + payload)
     p[12:16] = struct.pack("!I", crc32c(bytes(p), 12))
@@ -322,7 +345,7 @@ def test_netem_capture():
            total("received") + total("sent") - up["corrupted"])
 
 
-for test in (test_gnb, test_gnb_info_and_fatal_frames, test_checked, test_rpc, test_arq, test_arq_fec, test_fuzzed, test_netem_capture):
+for test in (test_gnb, test_gnb_info_and_fatal_frames, test_checked, test_rpc, test_goodbyes, test_arq, test_arq_fec, test_fuzzed, test_netem_capture):
     test()
 for f in failures:
     print("FAIL", f)

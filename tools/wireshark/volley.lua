@@ -137,7 +137,7 @@ local ge = {
                               expert.group.MALFORMED, expert.severity.ERROR),
   bad_crc = ProtoExpert.new("volley_gnb.crc32c.bad", "CRC-32C does not match the control message",
                             expert.group.CHECKSUM, expert.severity.ERROR),
-  bad_keepalive = ProtoExpert.new("volley_gnb.bad_keepalive", "Type 0 with a body: not a keepalive, unknown type",
+  bad_keepalive = ProtoExpert.new("volley_gnb.bad_keepalive", "Type 0 with a body other than the goodbye's: unknown type",
                                   expert.group.MALFORMED, expert.severity.ERROR),
 }
 gnb.experts = { ge.unknown_type, ge.oversize, ge.too_long, ge.too_short, ge.bad_crc, ge.bad_keepalive }
@@ -148,7 +148,7 @@ local gnb_control_crc = {}
 local function gnb_pdu_length(tvb, pinfo, offset)
   local type = tvb(offset, 2):uint()
   local length = tvb(offset + 2, 4):uint()
-  if gnb_limits[type] == nil and not (type == 0 and length == 0) or length > GNB_MAX_BODY then
+  if gnb_limits[type] == nil and not (type == 0 and length <= 1) or length > GNB_MAX_BODY then
     return tvb:len() - offset -- an untrusted header: the rest of the segment, as Volley closes the stream
   end
   return 6 + length
@@ -165,7 +165,12 @@ local function gnb_dissect_pdu(tvb, pinfo, tree)
   local fatal = false  -- Volley closes the connection at this frame
   local limits = gnb_limits[type]
   if type == 0 then
-    if length ~= 0 then
+    -- The session's keepalive (no body) and goodbye (body 01); any other body is fatal.
+    if length == 1 and tvb:len() >= 7 and tvb(6, 1):uint() == 1 then
+      item:add(gf.body, tvb(6, 1))
+      item:set_text("Volley gNB, goodbye")
+      info = "goodbye (the server is draining: go elsewhere)"
+    elseif length ~= 0 then
       item:add_proto_expert_info(ge.bad_keepalive)
       info = "type 0 with a body (connection closes)"
       fatal = true
@@ -236,7 +241,7 @@ register_tcp(gnb, 32101)
 -- Checked frame: [total length u24][type u8][xor u8][payload]
 ---------------------------------------------------------------------------
 local checked = Proto("volley_checked", "Volley checked frame")
-local checked_types = { [0] = "heartbeat", [1] = "message" }
+local checked_types = { [0] = "heartbeat", [1] = "message", [2] = "goodbye" }
 local cf = {
   length = ProtoField.uint24("volley_checked.length", "Total length", base.DEC),
   type = ProtoField.uint8("volley_checked.type", "Type", base.DEC, checked_types),
@@ -288,11 +293,13 @@ local function checked_dissect_pdu(tvb, pinfo, tree)
     xor_item:add_proto_expert_info(ce.bad_xor, string.format("XOR 0x%02x, the payload's is 0x%02x", tvb(4, 1):uint(), x))
     note = " (bad XOR, dropped)"
   end
-  if checked_types[type] == nil then
+  -- Type 2 is the session's goodbye only with nothing else: else unknown, as to Volley.
+  if checked_types[type] == nil or (type == 2 and (length ~= 5 or tvb(4, 1):uint() ~= 0)) then
     type_item:add_proto_expert_info(ce.bad_type)
     return "unknown type" .. note
   end
   if type == 0 then return "heartbeat" .. note end
+  if type == 2 then return "goodbye (the server is draining: go elsewhere)" end
   return string.format("message %d bytes%s", length - 5, note)
 end
 
@@ -304,7 +311,7 @@ register_tcp(checked, 7777)
 ---------------------------------------------------------------------------
 local rpc = Proto("volley_rpc", "Volley RPC")
 local RPC_MAX_BODY = 16 * 1024 * 1024
-local rpc_ids = { [0xFFFFFFFF] = "error", [0xFFFFFFFE] = "keepalive" }
+local rpc_ids = { [0xFFFFFFFF] = "error", [0xFFFFFFFE] = "keepalive", [0xFFFFFFFD] = "goodbye" }
 local rpc_error_codes = { [1] = "no handler for the id", [2] = "request did not decode", [3] = "handler threw" }
 local rf = {
   sequence = ProtoField.uint32("volley_rpc.sequence", "Sequence", base.DEC),
@@ -351,6 +358,11 @@ local function rpc_dissect_pdu(tvb, pinfo, tree)
     item:add(rf.kind, "keepalive")
     item:set_text("Volley RPC, keepalive")
     return "keepalive"
+  end
+  if id == 0xFFFFFFFD and size == 0 then
+    item:add(rf.kind, "goodbye")
+    item:set_text("Volley RPC, goodbye")
+    return "goodbye (the server is draining: go elsewhere)"
   end
   local conv = conversation_key(pinfo)
   rpc_calls[conv] = rpc_calls[conv] or {}
