@@ -166,7 +166,9 @@ bool TcpConnection::send_keepalive() {
 void TcpConnection::resume_reading() {
   if (!reading_paused_) return;
   reading_paused_ = false;
-  if (state_ == State::open) linger_timer_.cancel();  // hold_while_paused()'s wait
+  // hold_while_paused()'s wait, if any, ends (and the timer says so again).
+  if (state_ == State::open && linger_timer_.expiry() == std::chrono::steady_clock::time_point::max())
+    linger_timer_.expires_at(std::chrono::steady_clock::time_point{});
   if (state_ == State::handshaking) return;  // reading begins with the connection
   if (stops_reading()) return;  // full output: reading comes back once it drains
   // A wait still queued goes on as if never paused; a read being handled
@@ -214,11 +216,12 @@ bool TcpConnection::on_readable(const boost::system::error_code& ec) {
 }
 
 void TcpConnection::hold_while_paused() {
-  // Paused by the handler with nothing else pending (an answer it will give
-  // later, from a timer or another loop), nothing would own the connection
-  // and it would go unclosed: a wait that never ends owns it until
-  // resume_reading() or the close. (Full output has its write pending.)
-  if (!reading_paused_ || state_ != State::open) return;
+  // Paused by the handler with nothing pending (no read wait, no write in
+  // flight: an answer it will give later, from a timer or another loop),
+  // nothing would own the connection and it would go unclosed: a wait that
+  // never ends owns it until resume_reading() or the close.
+  if (!reading_paused_ || state_ != State::open || reading_ != Reading::idle || queue_.in_flight()) return;
+  if (linger_timer_.expiry() == std::chrono::steady_clock::time_point::max()) return;  // held already
   linger_timer_.expires_at(std::chrono::steady_clock::time_point::max());
   linger_timer_.async_wait([self = shared_from_this()](const boost::system::error_code&) {});
 }
@@ -477,6 +480,7 @@ void TcpConnection::report_written(std::size_t bytes) {
   // Not while bytes queued behind what was built in place still wait for
   // their flush (maybe_flush reports the one before it writes the other).
   if (state_ == State::flushing && !queue_.in_flight() && !queue_.has_pending()) half_close();
+  hold_while_paused();  // the write held the connection; a pause outlasting it must too
 }
 
 void TcpConnection::note_output_grew() {
