@@ -220,8 +220,12 @@ void TcpServer::drain() {
   // What the kernel queued on the listener would be reset when it closes
   // (with SO_REUSEPORT the queue is this socket's alone): take it first.
   if (acceptor_.is_open()) {
+    // Non-blocking, whatever Asio left it (its io_uring backend accepts
+    // through the ring on a blocking descriptor): the sweep must not wait.
+    const int listener = acceptor_.native_handle();
+    ::fcntl(listener, F_SETFL, ::fcntl(listener, F_GETFL) | O_NONBLOCK);
     for (;;) {
-      const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) break;
       hand_over(fd);
     }
