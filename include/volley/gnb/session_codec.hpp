@@ -3,8 +3,9 @@
 // (header and body), checked before it is queued (known type, length field
 // equal to the body, within the type's limits); the heartbeat is the six-byte
 // keepalive (type 0, length 0) of docs/PROTOCOL.md, taken by the codec and
-// never delivered; the goodbye is type 0 with the one-byte body 0x01. Rejected frames reach SessionEvents::on_protocol_error with
-// their bytes; a header that cannot be trusted hands over its six bytes.
+// never delivered; the goodbye is type 0 with the one-byte body 0x01. Rejected
+// frames reach SessionEvents::on_protocol_error with their bytes; a header
+// that cannot be trusted hands over its six bytes.
 #include <memory>
 
 #include <volley/gnb/protocol.hpp>

@@ -87,8 +87,9 @@ class SessionEvents {
   // asks this end to finish what it has in flight, close, and reconnect,
   // elsewhere. The peer goes on serving meanwhile, until its deadline. The
   // default closes gracefully at once (Kind::peer_going_away: queued
-  // messages are flushed first); a client with requests in flight closes
-  // once their replies are in (as rpc::RpcClient does).
+  // messages are flushed first, and replies to them still arrive until the
+  // peer closes, TcpConnection::kLingerTimeout at most), as
+  // ReconnectingClient and rpc::RpcClient do before they reconnect.
   virtual void on_goodbye(Session& session);
   // A bad frame was counted; `closing` says whether the policy closes the
   // session. `frame`: its bytes where the framing can delimit them (Inbound::message).
