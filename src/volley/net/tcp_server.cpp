@@ -17,6 +17,27 @@ namespace volley::net {
 
 namespace asio = boost::asio;
 
+namespace {
+
+// The next connection the kernel queued on `listener`, or -1 when there is
+// none: never waits. Asio's io_uring backend accepts through the ring and
+// leaves the listener blocking, so O_NONBLOCK is set for this call only, and
+// the flags Asio chose are put back.
+int accept_queued(int listener) {
+  const int flags = ::fcntl(listener, F_GETFL);
+  if (flags < 0) return -1;
+  if ((flags & O_NONBLOCK) == 0 && ::fcntl(listener, F_SETFL, flags | O_NONBLOCK) != 0) return -1;
+  const int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if ((flags & O_NONBLOCK) == 0) {
+    const int saved = errno;
+    ::fcntl(listener, F_SETFL, flags);
+    errno = saved;
+  }
+  return fd;
+}
+
+}  // namespace
+
 TcpServer::TcpServer(const asio::any_io_executor& accept_executor, LoopPool& workers, HandlerFactory factory,
                      ConnectionLimits limits, TransportFactory transport)
     : workers_(workers),
@@ -96,7 +117,7 @@ void TcpServer::start() { do_accept(); }
 void TcpServer::shed_one_connection() {
   if (reserve_fd_ < 0) return;
   ::close(reserve_fd_);
-  const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  const int fd = accept_queued(acceptor_.native_handle());
   if (fd >= 0) ::close(fd);
   reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
@@ -219,17 +240,9 @@ void TcpServer::drain() {
   accept_pause_.cancel();
   // What the kernel queued on the listener would be reset when it closes
   // (with SO_REUSEPORT the queue is this socket's alone): take it first.
-  if (acceptor_.is_open()) {
-    // Non-blocking, whatever Asio left it (its io_uring backend accepts
-    // through the ring on a blocking descriptor): the sweep must not wait.
-    const int listener = acceptor_.native_handle();
-    ::fcntl(listener, F_SETFL, ::fcntl(listener, F_GETFL) | O_NONBLOCK);
-    for (;;) {
-      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) break;
+  if (acceptor_.is_open())
+    for (int fd = accept_queued(acceptor_.native_handle()); fd >= 0; fd = accept_queued(acceptor_.native_handle()))
       hand_over(fd);
-    }
-  }
   stop_listening();
   for (std::size_t w = 0; w < workers_.size(); ++w)
     asio::post(workers_.slot_executor(w), [this, w] {
