@@ -20,6 +20,7 @@
 
 #include "child_process.hpp"
 #include "metrics_scrape.hpp"
+#include "run_until.hpp"
 #include "target_fixture.hpp"
 
 using namespace volley::test;
@@ -158,7 +159,7 @@ TEST(ArqChannel, AStrayPacketCannotCaptureAListener) {
   bool peer_finished = false;
   listener.on_peer_finished([&](const std::error_code&) { peer_finished = true; });
   // The listener has seen the strays before the real sender starts.
-  for (int i = 0; i < 500 && listener.stats().foreign_datagrams < 4; ++i) loop.run_for(10ms);
+  for (int i = 0; i < 500 && listener.stats().foreign_datagrams < 4; ++i) run_bounded(loop, 10ms);
   EXPECT_FALSE(peer_finished);
 
   volley::arq::ArqChannel sender(loop, udp::socket(loop, udp::endpoint(asio::ip::make_address("127.0.0.1"), 0)), at,
@@ -170,13 +171,13 @@ TEST(ArqChannel, AStrayPacketCannotCaptureAListener) {
   }
   std::string outcome = "not finished";
   sender.close([&](const std::error_code& error) { outcome = error ? error.message() : "acknowledged"; });
-  for (int i = 0; i < 500 && outcome == "not finished"; ++i) loop.run_for(10ms);
+  for (int i = 0; i < 500 && outcome == "not finished"; ++i) run_bounded(loop, 10ms);
   EXPECT_EQ(outcome, "acknowledged");
   ASSERT_EQ(delivered.size(), 50u);
   EXPECT_EQ(delivered.front(), "message 0");
   EXPECT_EQ(delivered.back(), "message 49");
   EXPECT_EQ(listener.stats().foreign_datagrams, 4u);
-  for (int i = 0; i < 500 && !peer_finished; ++i) loop.run_for(10ms);
+  for (int i = 0; i < 500 && !peer_finished; ++i) run_bounded(loop, 10ms);
   EXPECT_TRUE(peer_finished);  // the real sender's end
 }
 

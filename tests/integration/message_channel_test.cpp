@@ -241,7 +241,7 @@ TEST(TcpMessageChannel, DestroyedWithOperationsInFlightRunsNoHandlerAfterwards) 
   connector.reset();
   listener.reset();
   const int before = calls;
-  loop.run_for(500ms);
+  volley::test::run_bounded(loop, 500ms);
   EXPECT_EQ(calls, before);
   EXPECT_FALSE(ready_ran);
 }

@@ -12,6 +12,7 @@
 #include <volley/rpc/server.hpp>
 #include "benchmark_messages.hpp"
 #include "server_thread.hpp"
+#include "run_until.hpp"
 
 using namespace volley;
 using namespace std::chrono_literals;
@@ -108,7 +109,7 @@ TEST(Rpc, ErrorsComeBackAsErrorRepliesNotSilence) {
     EXPECT_EQ(p, (benchmarks::Pong{-7, 7, 'X'}));
     loop.stop();
   });
-  loop.run_for(10s);
+  test::run_bounded(loop, 10s);
   ASSERT_EQ(results.size(), 5u);
   EXPECT_EQ(results[0], rpc::ClientErrc::unknown_message_id);
   EXPECT_EQ(results[1], rpc::ClientErrc::handler_failed);
@@ -132,7 +133,7 @@ TEST(Rpc, ATimeoutFailsOnlyThatCall) {
       loop.stop();
     });
   });
-  loop.run_for(10s);
+  test::run_bounded(loop, 10s);
   EXPECT_EQ(slow_result, rpc::ClientErrc::timed_out);
   EXPECT_FALSE(later_result) << later_result.message();
 }
@@ -156,14 +157,14 @@ TEST(Rpc, AServerThatDiesFailsPendingCallsInsteadOfHangingThem) {
       if (e == rpc::ClientErrc::connection_closed) ++failed;
       if (failed == 10) loop.stop();
     });
-  loop.run_for(10s);
+  test::run_bounded(loop, 10s);
   EXPECT_EQ(failed, 10);
   EXPECT_EQ(client.pending(), 0u);
   // And a call on the dead client fails at once, clearly.
   std::error_code after;
   client.call<benchmarks::Pong>(kPing, kPong, benchmarks::Ping{1}, 1s, [&](const auto& e, benchmarks::Pong) { after = e; });
   loop.restart();
-  loop.run_for(1s);
+  test::run_bounded(loop, 1s);
   EXPECT_EQ(after, rpc::ClientErrc::not_connected);
 }
 
@@ -189,7 +190,7 @@ TEST(Rpc, CoroutinesAwaitCallsAndSequencesWrapAround) {
         loop.stop();
       },
       asio::detached);
-  loop.run_for(20s);
+  test::run_bounded(loop, 20s);
   EXPECT_EQ(good, 100);
   EXPECT_TRUE(threw);
 }

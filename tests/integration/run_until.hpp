@@ -1,7 +1,10 @@
 #pragma once
 // Runs an io_context on the test's thread until a condition holds or a deadline passes.
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
+#include <thread>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -36,6 +39,33 @@ inline bool run_until(boost::asio::io_context& loop, const std::function<bool()>
     }
   }
   return done();
+}
+
+// run_for() without its kernel timeout (above): the loop runs until it stops
+// by itself (out of work, or stop()) or `timeout` passes, when a watchdog
+// thread stops it. Then it is restarted, so the loop is left as run_for()
+// leaves it. True when it stopped by itself.
+inline bool run_bounded(boost::asio::io_context& loop, std::chrono::milliseconds timeout) {
+  std::mutex m;
+  std::condition_variable returned;
+  bool finished = false;
+  bool timed_out = false;
+  std::thread watchdog([&] {
+    std::unique_lock lock(m);
+    if (!returned.wait_for(lock, timeout, [&] { return finished; })) {
+      timed_out = true;
+      loop.stop();
+    }
+  });
+  loop.run();
+  {
+    const std::lock_guard lock(m);
+    finished = true;
+  }
+  returned.notify_one();
+  watchdog.join();
+  if (timed_out) loop.restart();
+  return !timed_out;
 }
 
 }  // namespace volley::test

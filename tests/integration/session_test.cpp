@@ -216,8 +216,7 @@ TEST(ReconnectingClient, AConnectNobodyAnswersTimesOutAndIsTriedAgain) {
   client.start();
   EXPECT_TRUE(run_until(loop, [&] { return reasons.size() >= 2; }, 10s));
   client.stop();
-  loop.run_for(10s);
-  EXPECT_TRUE(loop.stopped()) << "work was left on the loop after stop()";
+  EXPECT_TRUE(run_bounded(loop, 10s)) << "work was left on the loop after stop()";
   ::close(filler);
   ::close(listener);
   EXPECT_EQ(connected, 0);
@@ -249,7 +248,7 @@ TEST(ReconnectingClient, AStopDuringTheTlsHandshakeEndsAtOnceAndCountsWhatTheOut
   EXPECT_EQ(client.send(std::as_bytes(std::span(text))), net::SendResult::queued);
   const auto start = Clock::now();
   client.stop();
-  loop.run_for(5s);  // returns when the client has nothing left to do
+  run_bounded(loop, 5s);  // returns when the client has nothing left to do
   EXPECT_LT(Clock::now() - start, 2s) << "the stop waited for the handshake";
   EXPECT_EQ(client.stats().outbox_dropped, 1u);
   EXPECT_EQ(client.outbox_messages(), 0u);
@@ -443,7 +442,7 @@ TEST(Session, HighWaterBoundsTheQueueAndTellsTheWriter) {
   };
   for (int round = 0; round < 100; ++round) {
     fill();
-    loop.run_for(20ms);  // still congested after the kernel had its chance: it is full
+    run_bounded(loop, 20ms);  // still congested after the kernel had its chance: it is full
     if (s.congested()) break;
   }
   ASSERT_TRUE(s.congested());

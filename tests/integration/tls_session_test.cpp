@@ -171,7 +171,7 @@ TEST_P(SessionLink, AWriterWhosePeerStopsReadingIsBoundedAndTold) {
       peak = std::max(peak, s.queued_bytes());
       loop.poll();
     }
-    loop.run_for(20ms);
+    run_bounded(loop, 20ms);
   }
   ASSERT_TRUE(s.congested());
   EXPECT_EQ(events.congested, events.drained + 1);

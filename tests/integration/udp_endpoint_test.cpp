@@ -10,6 +10,7 @@
 #include <volley/net/udp_endpoint.hpp>
 
 #include "udp_helpers.hpp"
+#include "run_until.hpp"
 
 namespace volley::net {
 namespace {
@@ -48,7 +49,7 @@ template <class Done>
 void run_until(asio::io_context& loop, Done done) {
   for (int i = 0; i < 200 && !done(); ++i) {
     loop.restart();
-    loop.run_for(10ms);
+    test::run_bounded(loop, 10ms);
   }
 }
 
@@ -232,7 +233,7 @@ TEST(UdpEndpoint, AHandlerThatStopsTheEndpointEndsTheBatchThere) {
   for (std::uint32_t i = 0; i < 10; ++i) client.send_to(endpoint.local_endpoint().port(), numbered(i));
   run_until(loop, [&] { return !endpoint.is_open(); });
   loop.restart();
-  loop.run_for(20ms);
+  test::run_bounded(loop, 20ms);
   EXPECT_EQ(got, (std::vector<std::uint32_t>{0, 1, 2}));
   EXPECT_FALSE(endpoint.is_open());
   EXPECT_EQ(received_numbers(client, 3), (std::vector<std::uint32_t>{0, 1, 2}));

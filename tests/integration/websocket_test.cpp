@@ -31,6 +31,7 @@
 #include "echo_fixture.hpp"
 #include "listening_server.hpp"
 #include "raw_client.hpp"
+#include "run_until.hpp"
 
 namespace volley::test {
 namespace {
@@ -188,14 +189,12 @@ TEST(WebSocket, AClientThatOnlyAnswersPingsStaysConnected) {
   BeastClient client(server.port());
   const Deadline deadline(client.ws.next_layer().native_handle(), 60s);
   AnsweringPings reader(client);
-  client.io.run_for(4s);  // four idle timeouts
+  run_bounded(client.io, 4s);  // four idle timeouts
   EXPECT_FALSE(reader.result.has_value()) << "closed: " << reader.result->message() << " " << client.ws.reason().reason;
   EXPECT_GE(reader.pings, 2);
   const std::string message = pattern(1000, 3);
   client.ws.async_write(asio::buffer(message), [](beast::error_code, std::size_t) {});
-  client.io.restart();
-  while (!reader.result && client.io.run_one_for(10s) > 0) {
-  }
+  run_until(client.io, [&] { return reader.result.has_value(); }, 10s);
   ASSERT_TRUE(reader.result.has_value());
   EXPECT_FALSE(*reader.result) << reader.result->message();
   EXPECT_EQ(beast::buffers_to_string(reader.buffer.data()), message);
@@ -212,7 +211,7 @@ TEST(WebSocket, ASessionPingsItsPeerAndAClientThatAnswersStays) {
   BeastClient client(server.port());
   const Deadline deadline(client.ws.next_layer().native_handle(), 60s);
   AnsweringPings reader(client);
-  client.io.run_for(3s);  // over three liveness limits (900 ms)
+  run_bounded(client.io, 3s);  // over three liveness limits (900 ms)
   EXPECT_FALSE(reader.result.has_value()) << "closed: " << reader.result->message() << " " << client.ws.reason().reason;
   EXPECT_GE(reader.pings, 3);
   const auto report = server.stop();  // the client is still there: closed as the server stops
