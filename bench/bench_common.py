@@ -50,7 +50,7 @@ def raw_pingpong(bindir, server_cpu, client_cpu, seconds, ping=None, pong=None, 
     """bench/raw/raw_pingpong: one round trip at a time; returns its JSON (mean/p50/p99/max in us).
     checked: checked frames, the XOR computed by each sender and verified by each receiver.
     epoll_server: the server sleeps in epoll_wait before each read (the client blocks as usual)."""
-    prefix = "busy-" if busy else "checked-" if checked else ""
+    prefix = ("busy-" if busy else "") + ("checked-" if checked else "")
     sizes = [str(ping), str(pong)] if ping is not None else []
     server = subprocess.Popen(pinned(server_cpu) + [f"{bindir}/raw_pingpong", "epoll-server" if epoll_server
                                                     else prefix + "server", str(port), *sizes],

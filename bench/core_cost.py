@@ -2,7 +2,7 @@
 """The connection core's cost, one build against another and against raw
 sockets, samples interleaved, processes pinned:
 - rtt: 32-byte payload round trips, one in flight: bench/raw/raw_pingpong
-  (checked frames, or busy-polling), then each build's pingpong-server and
+  (checked frames, blocking or busy-polling), then each build's pingpong-server and
   pingpong; blocking and --busy-poll, p50.
 - echo: pipelined 32-byte echo (1 and 100 clients): the server's CPU time
   (user + system, from wait4 after SIGTERM) per message echoed, for
@@ -69,7 +69,8 @@ def rtt(build, busy):
 
 
 def raw_rtt(busy, port):
-    prefix = "busy-" if busy else "checked-"
+    # Checked frames either way: the XOR of the payload on both sides, the same work as Volley's.
+    prefix = "busy-checked-" if busy else "checked-"
     s = subprocess.Popen(["taskset", "-c", SCPU, f"{NEW}/raw_pingpong", prefix + "server", str(port), "37", "37"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     time.sleep(0.2)

@@ -5,7 +5,8 @@
 //   raw_pingpong server PORT [PING PONG]           answers one connection until it closes
 //   raw_pingpong client PORT SECONDS [PING PONG]   prints round-trip percentiles as JSON
 // busy-server and busy-client are the busy-polling twins: non-blocking sockets,
-// spinning on recv/send instead of sleeping in the kernel. checked-server and
+// spinning on recv/send instead of sleeping in the kernel (busy-checked-server
+// and busy-checked-client: the same, with checked frames). checked-server and
 // checked-client send checked frames and do the protocol's work the way a
 // hand-written program would: the sender computes the XOR of the payload into
 // the header, the receiver verifies it (a mismatch ends the run with an error).
@@ -197,7 +198,8 @@ int main(int argc, char** argv) {
   } else if (mode == "epoll-server") {
     epoll_fd = ::epoll_create1(0);
     mode = "server";
-  } else if (mode.rfind("checked-", 0) == 0) {
+  }
+  if (mode.rfind("checked-", 0) == 0) {
     checked = true;
     mode = mode.substr(8);
   }
@@ -211,6 +213,6 @@ int main(int argc, char** argv) {
   if (mode == "server" && (argc == 3 || (argc == 5 && sizes_at(3)))) return server(std::atoi(argv[2]), sizes);
   if (mode == "client" && (argc == 4 || (argc == 6 && sizes_at(4))))
     return client(std::atoi(argv[2]), std::atof(argv[3]), sizes);
-  std::fprintf(stderr, "usage: raw_pingpong [busy-|checked-|epoll-]server PORT [PING PONG] | [busy-|checked-]client PORT SECONDS [PING PONG]\n");
+  std::fprintf(stderr, "usage: raw_pingpong [busy-][checked-]server PORT [PING PONG] | epoll-server PORT [PING PONG] | [busy-][checked-]client PORT SECONDS [PING PONG]\n");
   return 2;
 }
