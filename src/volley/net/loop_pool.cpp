@@ -103,20 +103,25 @@ void run_loop(boost::asio::io_context& loop, bool busy_poll) {
   detail::SpinReaders* const spinning =
       boost::asio::has_service<detail::SpinReaders>(loop) ? &boost::asio::use_service<detail::SpinReaders>(loop) : nullptr;
   // A poll of the loop's other work (timers, posted handlers, the reactor's
-  // descriptors) is a lock and a system call (epoll_wait). While connections
-  // spin, it comes at most once a microsecond: a spinning read that costs a
-  // few nanoseconds (shared memory) is not followed by one every time, and
-  // one that is a system call itself (a socket) spins long enough anyway.
+  // descriptors) is a lock and a system call (epoll_wait), and input that
+  // arrives during it waits for it. So while connections spin it comes right
+  // after a turn that found input (the replies' completions run while the
+  // peer is busy with them), though at most once a microsecond: a spinning
+  // read that costs a few nanoseconds (shared memory) is not followed by one
+  // every time. A turn that found nothing is followed by one only every
+  // 20 microseconds: an idle spinner stays on its sockets, and the other
+  // work waits at most that long.
   // poll() returns 0 both when nothing was ready and when the loop ran out of
   // work or was stopped; stopped() tells the two apart.
   using Clock = std::chrono::steady_clock;
-  constexpr auto kPollEvery = std::chrono::microseconds(1);
+  constexpr auto kPollAfterInput = std::chrono::microseconds(1);
+  constexpr auto kPollWhileIdle = std::chrono::microseconds(20);
   auto polled = Clock::now();
   for (;;) {
     if (spinning != nullptr && spinning->spinning()) {
-      spinning->spin();
+      const bool found = spinning->spin();
       const auto now = Clock::now();
-      if (now - polled < kPollEvery) continue;
+      if (now - polled < (found ? kPollAfterInput : kPollWhileIdle)) continue;
       polled = now;
     }
     if (loop.poll() == 0 && loop.stopped()) return;

@@ -37,14 +37,14 @@ bool SpinReaders::wait(std::shared_ptr<TcpConnection>& connection) {
   return true;
 }
 
-void SpinReaders::spin() {
+bool SpinReaders::spin() {
   std::size_t reads = 0;
+  bool found = false;
   while (!waiting_.empty() && reads < kReadsPerPoll) {
     // A connection that finds nothing puts itself back on waiting_ (it waits
     // again), as does one that read and wants more; one that closed or paused
     // does not. So each pass works on what waited when it began.
     checking_.swap(waiting_);
-    bool found = false;
     for (auto& waiting : checking_) {
       ++reads;
       // Input in memory (shared memory) is looked at without a read: the
@@ -64,6 +64,7 @@ void SpinReaders::spin() {
   }
   stats_.checks += reads;
   if (waiting_.empty()) work_.reset();
+  return found;
 }
 
 void SpinReaders::shutdown() {

@@ -61,8 +61,8 @@ class SpinReaders : public boost::asio::execution_context::service {
   // Whether wait() would take one more.
   bool has_room() const noexcept { return waiting_.size() < kMaxConnections; }
   // Reads the waiting connections' sockets, up to kReadsPerPoll reads in all
-  // or until one of them finds input; returns after that.
-  void spin();
+  // or until one of them finds input; returns after that, true when one did.
+  bool spin();
   // Read on the loop's thread, or once it has stopped.
   const Stats& stats() const noexcept { return stats_; }
 
