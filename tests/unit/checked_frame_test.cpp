@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include <volley/wire/byte_order.hpp>
@@ -25,18 +26,34 @@ struct Event {
   DecodeStatus status;
   std::string payload;
   std::error_code error;
+  FrameType type = FrameType::message;  // of a frame; message for the rest
   bool operator==(const Event&) const = default;
 };
 
-std::vector<Event> decode_chunked(std::span<const std::byte> stream, std::size_t chunk, std::size_t max_frame = kDefaultMaxFrame) {
+std::string text_of(std::span<const std::byte> payload) {
+  return {reinterpret_cast<const char*>(payload.data()), payload.size()};
+}
+
+// `take_frame_first`: as a session does, take_frame() before each next().
+std::vector<Event> decode_chunked(std::span<const std::byte> stream, std::size_t chunk,
+                                  std::size_t max_frame = kDefaultMaxFrame, bool take_frame_first = false) {
   FrameDecoder d(max_frame);
   std::vector<Event> events;
   std::size_t pos = 0;
   while (pos < stream.size()) {
     pos += d.feed(stream.subspan(pos, std::min(chunk, stream.size() - pos)));
-    for (auto r = d.next(); r.status != DecodeStatus::need_more; r = d.next())
-      events.push_back({r.status, std::string(reinterpret_cast<const char*>(r.frame.payload.data()), r.frame.payload.size()),
-                        r.error});
+    for (;;) {
+      if (take_frame_first) {
+        if (const auto f = d.take_frame()) {
+          events.push_back({DecodeStatus::frame, text_of(f->payload), {}, f->type});
+          continue;
+        }
+      }
+      const DecodeResult r = d.next();
+      if (r.status == DecodeStatus::need_more) break;
+      events.push_back({r.status, text_of(r.frame.payload), r.error,
+                        r.status == DecodeStatus::frame ? r.frame.type : FrameType::message});
+    }
   }
   return events;
 }
@@ -51,7 +68,7 @@ TEST(CheckedFrame, TheSeedsExamplesByteExact) {
   const auto events = decode_chunked(bytes_of("\x00\x00\x07\x01\x01hi\x00\x00\x05\x00\x00\x00\x00\x0c\x01\x7e" "closeme"), 100);
   ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[0], (Event{DecodeStatus::frame, "hi", {}}));
-  EXPECT_EQ(events[1], (Event{DecodeStatus::frame, "", {}}));
+  EXPECT_EQ(events[1], (Event{DecodeStatus::frame, "", {}, FrameType::heartbeat}));
   EXPECT_EQ(events[2], (Event{DecodeStatus::frame, "closeme", {}}));
 }
 
@@ -76,6 +93,41 @@ TEST(CheckedFrame, ErrorsAreReportedAndTheStreamStaysInStep) {
                                     {DecodeStatus::frame, "three", {}}};
   EXPECT_EQ(decode_chunked(s, s.size()), expected);
   for (std::size_t chunk = 1; chunk <= s.size(); ++chunk) ASSERT_EQ(decode_chunked(s, chunk), expected) << chunk;
+}
+
+// take_frame() is next()'s fast path: it takes exactly the frames next() would
+// hand out as frames, and leaves the rest (partial, rejected, skipped) to next().
+TEST(CheckedFrame, TakeFrameAgreesWithNextOnEveryKindOfFrameAndSplit) {
+  std::vector<std::byte> s;
+  auto add = [&](std::vector<std::byte> f) { s.insert(s.end(), f.begin(), f.end()); };
+  for (int i = 0; i < 50; ++i) {
+    add(frame(FrameType::message, std::vector<std::byte>(static_cast<std::size_t>(i * 7 % 300), std::byte(i))));
+    const auto heartbeat = heartbeat_frame();
+    add({heartbeat.begin(), heartbeat.end()});
+    switch (i % 5) {
+      case 0: {
+        auto bad = frame(FrameType::message, bytes_of("bad sum"));
+        bad[4] ^= std::byte{0x55};
+        add(bad);
+        break;
+      }
+      case 1: {
+        auto unknown = frame(FrameType::message, bytes_of("??"));
+        unknown[3] = std::byte{static_cast<std::uint8_t>(2 + i % 7)};
+        add(unknown);
+        break;
+      }
+      case 2: add(bytes_of("\x00\x00\x03\x01\x00")); break;                                  // under the header
+      case 3: add(frame(FrameType::message, std::vector<std::byte>(600, std::byte{9}))); break;  // over 512
+      default: add(frame(FrameType::message, {})); break;
+    }
+  }
+  const auto whole = decode_chunked(s, s.size(), 512);
+  const auto count = [&](auto pred) { return std::count_if(whole.begin(), whole.end(), pred); };
+  EXPECT_EQ(count([](const Event& e) { return e.status == DecodeStatus::rejected; }), 40);
+  EXPECT_EQ(count([](const Event& e) { return e.type == FrameType::heartbeat; }), 50);
+  for (std::size_t chunk : {1u, 4u, 5u, 6u, 7u, 64u, 1000u, 100'000u})
+    EXPECT_EQ(decode_chunked(s, chunk, 512, true), whole) << "chunks of " << chunk;
 }
 
 TEST(CheckedFrame, AFrameLargerThanTheDecoderHoldsIsSkippedWithoutBuffering) {

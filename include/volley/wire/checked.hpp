@@ -11,9 +11,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <system_error>
 
+#include <volley/wire/byte_order.hpp>
 #include <volley/wire/detail/stream_buffer.hpp>
 
 namespace volley::wire::checked {
@@ -75,6 +77,22 @@ class FrameDecoder {
   std::size_t feed(std::span<const std::byte> chunk);
 
   DecodeResult next() noexcept;
+  // next()'s common case, inline for a session's per-frame path: the frame at
+  // the head when it is whole and valid (consumed and returned); otherwise
+  // nothing is consumed and the caller asks next(), which says what else it
+  // is (need more, rejected). Its DecodeResult, with a std::error_code that
+  // is a library call to build, is then only for the rest.
+  std::optional<Frame> take_frame() noexcept {
+    const std::span<const std::byte> in = buffer_.readable();
+    if (skipping_ > 0 || in.size() < kHeaderSize) return std::nullopt;
+    const std::uint32_t total = load_u24_be(in.data());
+    const auto type = std::to_integer<std::uint8_t>(in[3]);
+    if (total < kHeaderSize || total > max_frame_ || in.size() < total || type > 1) return std::nullopt;
+    const std::span<const std::byte> payload = in.subspan(kHeaderSize, total - kHeaderSize);
+    if (xor_checksum(payload) != std::to_integer<std::uint8_t>(in[4])) return std::nullopt;
+    buffer_.consume(total);
+    return Frame{static_cast<FrameType>(type), payload};
+  }
   std::size_t buffered() const noexcept { return buffer_.size() + skipping_; }
   std::size_t capacity() const noexcept { return buffer_.capacity(); }
 

@@ -27,9 +27,15 @@ class CheckedCodec final : public SessionCodec {
 
   Inbound next() override {
     using wire::checked::DecodeStatus;
+    // (no_error_ is copied: a default-constructed error_code calls into the
+    // library for its category, once per frame.)
+    if (const std::optional<wire::checked::Frame> frame = decoder_.take_frame()) {
+      if (frame->type == wire::checked::FrameType::heartbeat) return {Inbound::Kind::heartbeat, {}, no_error_};
+      return {Inbound::Kind::message, {.bytes = frame->payload, .body = frame->payload}, no_error_};
+    }
     const wire::checked::DecodeResult r = decoder_.next();
     switch (r.status) {
-      case DecodeStatus::need_more: return {};
+      case DecodeStatus::need_more: return {Inbound::Kind::need_more, {}, no_error_};
       case DecodeStatus::rejected:
         // The goodbye is a type the plain decoder does not know: exactly its five bytes.
         if (r.raw_type == kGoodbyeType && r.raw_length == wire::checked::kHeaderSize && r.raw_checksum == 0)
@@ -76,6 +82,7 @@ class CheckedCodec final : public SessionCodec {
   std::array<std::byte, wire::checked::kHeaderSize> heartbeat_;
   std::array<std::byte, wire::checked::kHeaderSize> goodbye_{};
   std::size_t max_payload_;
+  const std::error_code no_error_{};
 };
 
 }  // namespace
