@@ -182,7 +182,9 @@ TEST(Echo, RttModeTimesEveryRoundTripAndBusyPollWorks) {
     expect_clean_run(r, 32);
     const auto& rtt = r.report.at("rtt_ns").as_object();
     const auto count = json_u64(rtt, "count");
-    EXPECT_GT(count, 10u);
+    // Not a speed check: two spinning processes on a loaded machine may share
+    // a CPU, a time slice per round trip (10 in 0.3 s were seen). Timed they must all be.
+    EXPECT_GE(count, 1u);
     EXPECT_EQ(count, json_u64(r.report, "total_messages"));
     EXPECT_LE(json_u64(rtt, "min"), json_u64(rtt, "p50"));
     EXPECT_LE(json_u64(rtt, "p50"), json_u64(rtt, "p99"));
