@@ -25,12 +25,6 @@ struct Event {
   bool operator==(const Event&) const = default;
 };
 
-std::uint32_t sum_of(std::span<const std::byte> payload) {  // touches every byte
-  std::uint32_t sum = 0;
-  for (std::byte b : payload) sum = sum * 31 + std::to_integer<std::uint32_t>(b);
-  return sum;
-}
-
 std::vector<Event> decode(std::span<const std::byte> stream, std::size_t chunk) {
   checked::FrameDecoder decoder(512);
   std::vector<Event> events;

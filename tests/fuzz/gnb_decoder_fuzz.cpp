@@ -23,12 +23,6 @@ struct Event {
   bool operator==(const Event&) const = default;
 };
 
-std::uint32_t sum_of(std::span<const std::byte> body) {  // touches every byte
-  std::uint32_t sum = 0;
-  for (std::byte b : body) sum = sum * 31 + std::to_integer<std::uint32_t>(b);
-  return sum;
-}
-
 std::vector<Event> decode(std::span<const std::byte> stream, std::size_t chunk) {
   gnb::FrameDecoder decoder;
   std::vector<Event> events;
