@@ -74,6 +74,72 @@ TEST(BusyPoll, MoreConnectionsThanCanSpinAllEchoEveryByteInOrder) {
   EXPECT_LE(stats.inputs, stats.checks);
 }
 
+// Echoes, and keeps each connection it serves, in the order they opened, so
+// a test can pause and resume them on their loop.
+class KeptEcho final : public net::StreamHandler {
+ public:
+  using Kept = std::vector<std::shared_ptr<net::TcpConnection>>;
+  explicit KeptEcho(Kept& kept) : kept_(kept) {}
+  std::span<std::byte> read_buffer() override { return buffer_; }
+  void on_open(net::TcpConnection& c) override { kept_.push_back(c.shared_from_this()); }  // on the one loop
+  void on_data(net::TcpConnection& c, std::size_t n) override { c.send(std::span(buffer_).first(n)); }
+  void on_close(net::TcpConnection&, const net::CloseReason&) override {}
+
+ private:
+  Kept& kept_;
+  std::array<std::byte, 4096> buffer_{};
+};
+
+// Runs `f` on `loop` and waits for it.
+template <class F>
+auto on_loop(asio::io_context& loop, F f) {
+  std::promise<decltype(f())> result;
+  asio::post(loop, [&] { result.set_value(f()); });
+  return result.get_future().get();
+}
+
+// A spinning socket leaves the reactor; when its connection pauses, another
+// takes its place, and on resuming it finds none: it waits on the reactor
+// again, which needs the socket back in. Missing that, its wait fails at once
+// (Asio: bad descriptor) and the connection ends with its bytes unechoed.
+TEST(BusyPoll, ASocketThatSpunWaitsOnTheReactorAgainWhenItLosesItsPlace) {
+  net::ServerOptions options{.bind = "127.0.0.1", .port = 0, .threads = 1, .busy_poll = true};
+  options.handle_signals = false;
+  net::Server server(options);
+  KeptEcho::Kept kept;  // used on the loop only
+  server.listen([&kept](std::size_t) { return std::make_unique<KeptEcho>(kept); });
+  constexpr std::size_t kPlaces = net::detail::SpinReaders::kMaxConnections;
+  ServerThread running(server);
+  asio::io_context& loop = server.workers().loop(0);
+  auto counts = [&] { return spin_stats_now(loop); };
+  auto wait_for = [&](auto done) {
+    for (int i = 0; i < 1000 && !done(counts()); ++i) std::this_thread::sleep_for(10ms);
+    return done(counts());
+  };
+  // kPlaces connections spin, out of the reactor; one more waits on it.
+  std::vector<std::unique_ptr<RawClient>> sockets;
+  for (std::size_t i = 0; i <= kPlaces; ++i) {
+    sockets.push_back(std::make_unique<RawClient>(server.port()));
+    ASSERT_EQ(round_trips(*sockets.back(), i, 300, 100), 300u) << i;
+  }
+  ASSERT_TRUE(wait_for([&](const auto& c) { return c.left_reactor == kPlaces && c.refused >= 1; }))
+      << "left " << counts().left_reactor << ", refused " << counts().refused;
+  // The first pauses and gives up its place (at the spinning loop's next look
+  // at it); the last one's input takes it.
+  const std::shared_ptr<net::TcpConnection> first = on_loop(loop, [&] { return kept.front(); });
+  asio::post(loop, [first] { first->pause_reading(); });
+  ASSERT_TRUE(wait_for([&](const auto&) {
+    return on_loop(loop, [&] { return asio::use_service<net::detail::SpinReaders>(loop).has_room(); });
+  }));
+  ASSERT_EQ(round_trips(*sockets.back(), kPlaces, 300, 100), 300u);
+  ASSERT_TRUE(wait_for([&](const auto& c) { return c.left_reactor == kPlaces + 1; })) << counts().left_reactor;
+  // Resumed, the first finds no place and waits on the reactor; every byte still comes back.
+  asio::post(loop, [first] { first->resume_reading(); });
+  EXPECT_EQ(round_trips(*sockets.front(), 0, 3000, 100), 3000u);
+  EXPECT_EQ(counts().rejoined_reactor, 1u);
+  for (std::size_t i = 0; i <= kPlaces; ++i) EXPECT_EQ(round_trips(*sockets[i], i, 1000, 100), 1000u) << i;
+}
+
 // The client sends 24 MiB and reads nothing for a while: the server's echoes
 // fill its output to high water, it stops reading, and it reads again as the
 // client drains them. Every byte must come back, in order.
@@ -93,6 +159,8 @@ TEST(BusyPoll, ReadingPausesAtHighWaterAndResumesWhileSpinning) {
   EXPECT_EQ(intact, kBytes);
   const auto& stats = spin_stats(server.workers().loop(0));
   EXPECT_GT(stats.inputs, 0u);
+  // The echoes the kernel did not take waited on the reactor: the socket went back for them.
+  EXPECT_GT(stats.rejoined_reactor, 0u);
 }
 
 // A client of its own on a busy-polling loop: connections spin while they

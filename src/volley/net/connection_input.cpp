@@ -1,11 +1,16 @@
 #include "connection_input.hpp"
 
+#include <cerrno>
+
+#include <sys/socket.h>
+
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 
 #include <volley/net/stream_transport.hpp>
 #include <volley/net/tcp_connection.hpp>
 
+#include "reactor_membership.hpp"
 #include "spin_readers.hpp"
 #include "uring_receive.hpp"
 
@@ -38,25 +43,82 @@ class ReactorInput final : public ConnectionInput {
 };
 
 // A busy-polling loop's spinning reads, in front of a wait for the
-// connections that find no place among them.
+// connections that find no place among them. A spinning connection reads
+// with a plain receive: the next turn reads again, so no read needs to know
+// what it left, and the kernel's count (a control message, as the edge wait
+// needs) would cost every message a copy. The overflow wait's reads are its own.
+// With `plain` (plain TCP: a transport reads the socket itself, and with none
+// the connection's only Asio operations on the socket are its writes that
+// wait, which call use_reactor() first), a spinning socket also leaves the
+// reactor (reactor_membership.hpp) until a wait or a write needs it.
 class SpinInput final : public ConnectionInput {
  public:
-  SpinInput(SpinReaders& spin, std::unique_ptr<ConnectionInput> overflow)
-      : spin_(spin), overflow_(std::move(overflow)) {}
+  SpinInput(SpinReaders& spin, asio::ip::tcp::socket& socket, std::unique_ptr<ConnectionInput> overflow, bool plain)
+      : spin_(spin), socket_(socket), overflow_(std::move(overflow)), plain_(plain) {}
 
   Kind kind() const noexcept override { return Kind::spin; }
   void wait(std::shared_ptr<TcpConnection> connection) override {
-    if (!spin_.wait(connection)) overflow_->wait(std::move(connection));
+    // Leaving is for a socket with nothing queued on the reactor: no write in
+    // flight (the read waits are this input's own, and it is not waiting).
+    const bool may_leave = plain_ && in_reactor_ && !writing(*connection);
+    if (spin_.wait(connection)) {
+      spinning_ = true;
+      if (may_leave && leave_reactor(socket_)) {
+        in_reactor_ = false;
+        spin_.count_reactor_move(true);
+      }
+      return;
+    }
+    // The overflow wait may be the edge wait, right only after a read known to
+    // have left the socket empty; a plain read that brought bytes does not say.
+    // So after one, the connection reads once more first, the overflow's way.
+    const bool known_dry = !plain_ || !spinning_ || read_dry_;
+    spinning_ = false;
+    const boost::system::error_code ec = known_dry ? use_reactor() : boost::system::error_code();
+    if (!known_dry || ec) {
+      asio::post(socket_.get_executor(), [connection = std::move(connection), ec] { ready(*connection, ec); });
+      return;
+    }
+    overflow_->wait(std::move(connection));
+  }
+  boost::system::error_code use_reactor() override {
+    if (in_reactor_) return {};
+    const boost::system::error_code ec = rejoin_reactor(socket_);
+    if (ec) return ec;
+    in_reactor_ = true;
+    spin_.count_reactor_move(false);
+    return {};
   }
   std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec) override {
-    return overflow_->read_some(buffer, ec);
+    if (!spinning_) return overflow_->read_some(buffer, ec);
+    ssize_t n;
+    do {
+      n = ::recv(socket_.native_handle(), buffer.data(), buffer.size(), 0);  // the socket is non-blocking
+    } while (n < 0 && errno == EINTR);
+    read_dry_ = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    if (n < 0) {
+      ec = boost::system::error_code(errno, asio::error::get_system_category());
+      return 0;
+    }
+    if (n == 0 && !buffer.empty()) {
+      ec = asio::error::eof;
+      return 0;
+    }
+    ec = boost::system::error_code();
+    return static_cast<std::size_t>(n);
   }
-  bool left_over() const noexcept override { return overflow_->left_over(); }
+  // Spinning, the next turn looks again: only a full buffer means "read on now".
+  bool left_over() const noexcept override { return !spinning_ && overflow_->left_over(); }
   bool worth_reading() override { return overflow_->worth_reading(); }
 
  private:
   SpinReaders& spin_;
+  asio::ip::tcp::socket& socket_;
   std::unique_ptr<ConnectionInput> overflow_;
+  const bool plain_;
+  bool in_reactor_ = true;
+  bool spinning_ = false;  // the last wait was a spinning one: reads are plain receives
+  bool read_dry_ = false;  // the last plain receive found nothing (EAGAIN)
 };
 
 // Bytes read through a transport (TLS, WebSocket), which reads the socket
@@ -139,7 +201,7 @@ std::unique_ptr<ConnectionInput> ConnectionInput::make_for(asio::ip::tcp::socket
     // TCP_INQ, which lets it know).
     std::unique_ptr<ConnectionInput> readiness = make_reactor_input(socket);
     if (SpinReaders* const spin = SpinReaders::of(socket.get_executor()))
-      return std::make_unique<TransportInput>(socket, *transport, std::make_unique<SpinInput>(*spin, std::move(readiness)),
+      return std::make_unique<TransportInput>(socket, *transport, std::make_unique<SpinInput>(*spin, socket, std::move(readiness), false),
                                               nullptr, spin);
     return std::make_unique<TransportInput>(socket, *transport, std::move(readiness), make_edge_input(socket), nullptr);
   }
@@ -147,7 +209,7 @@ std::unique_ptr<ConnectionInput> ConnectionInput::make_for(asio::ip::tcp::socket
   if (auto ring = UringRead::make_for(socket)) return ring;
   std::unique_ptr<ConnectionInput> readiness = make_readiness_input(socket);
   if (SpinReaders* const spin = SpinReaders::of(socket.get_executor()))
-    return std::make_unique<SpinInput>(*spin, std::move(readiness));
+    return std::make_unique<SpinInput>(*spin, socket, std::move(readiness), true);
   return readiness;
 }
 

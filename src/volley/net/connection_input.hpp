@@ -57,12 +57,18 @@ class ConnectionInput {
   virtual void stop() {}
   // For a spinning loop: whether a read may find anything (StreamTransport::worth_reading).
   virtual bool worth_reading() { return true; }
+  // The connection is about to queue an Asio operation on its socket (a write
+  // the kernel did not take at once): a socket a spinning input took out of
+  // the reactor goes back in. The error when it cannot.
+  virtual boost::system::error_code use_reactor() { return {}; }
 
   // The wait is over (`ec`: its error, operation_aborted when the socket
   // closed): the connection reads. False when it read nothing after all.
   static bool ready(TcpConnection& connection, const boost::system::error_code& ec);
   // A spinning loop's look before it calls ready(): whether it is worth it.
   static bool worth_reading(TcpConnection& connection);
+  // The connection has a write in flight (which may be queued on the reactor).
+  static bool writing(const TcpConnection& connection) noexcept;
 
  protected:
   ConnectionInput() = default;

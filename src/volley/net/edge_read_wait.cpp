@@ -21,22 +21,12 @@ std::unique_ptr<ConnectionInput> make_edge_input(boost::asio::ip::tcp::socket&) 
 
 #include <volley/net/tcp_connection.hpp>
 
+#include "asio_socket_internals.hpp"
 #include "tcp_inq.hpp"
 
 namespace volley::net::detail {
 
-namespace {
-
 namespace asio = boost::asio;
-
-// basic_socket keeps its implementation (the descriptor and its reactor
-// registration) protected. A pointer to that member, taken where it is
-// accessible, reads it from any socket; nothing is ever constructed.
-struct SocketInternals : asio::ip::tcp::socket {
-  static auto& of(asio::ip::tcp::socket& socket) { return (socket.*(&SocketInternals::impl_)).get_implementation(); }
-};
-
-}  // namespace
 
 std::unique_ptr<ConnectionInput> make_edge_input(asio::ip::tcp::socket& socket) {
   // A strand (the thread-pool design) is not a loop's own executor.

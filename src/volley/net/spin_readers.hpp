@@ -43,6 +43,8 @@ class SpinReaders : public boost::asio::execution_context::service {
     std::uint64_t checks = 0;   // waiting connections checked (a socket read, unless it closed or paused meanwhile)
     std::uint64_t inputs = 0;   // checks that found input (or the end, or an error)
     std::uint64_t refused = 0;  // waits sent to the reactor because kMaxConnections were spinning
+    std::uint64_t left_reactor = 0;    // sockets taken out of the reactor to spin (reactor_membership.hpp)
+    std::uint64_t rejoined_reactor = 0;  // ... and put back, for a wait or a write that needed it
   };
 
   explicit SpinReaders(boost::asio::io_context& loop);
@@ -65,6 +67,8 @@ class SpinReaders : public boost::asio::execution_context::service {
   bool spin();
   // Read on the loop's thread, or once it has stopped.
   const Stats& stats() const noexcept { return stats_; }
+  // A spinning connection's socket left the reactor, or went back.
+  void count_reactor_move(bool left) noexcept { ++(left ? stats_.left_reactor : stats_.rejoined_reactor); }
 
  private:
   void shutdown() override;

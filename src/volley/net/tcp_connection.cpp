@@ -401,6 +401,8 @@ bool ConnectionInput::ready(TcpConnection& connection, const boost::system::erro
 
 bool ConnectionInput::worth_reading(TcpConnection& connection) { return connection.input_->worth_reading(); }
 
+bool ConnectionInput::writing(const TcpConnection& connection) noexcept { return connection.queue_.in_flight(); }
+
 ConnectionInput::Kind ConnectionInput::kind_of(const TcpConnection& connection) noexcept {
   return connection.input_->kind();
 }

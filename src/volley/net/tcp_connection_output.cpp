@@ -10,6 +10,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
+#include "connection_input.hpp"
+
 namespace volley::net {
 
 namespace asio = boost::asio;
@@ -146,6 +148,10 @@ void TcpConnection::write_rest(std::size_t already) {
   gather_.erase(gather_.begin(), gather_.begin() + static_cast<std::ptrdiff_t>(first));
   if (!gather_.empty()) gather_.front() += skip;
   if (!transport_) {
+    if (const boost::system::error_code ec = input_->use_reactor()) {
+      asio::post(socket_.get_executor(), [self = shared_from_this(), ec] { self->on_write(ec, 0); });
+      return;
+    }
     asio::async_write(socket_, gather_, [self = shared_from_this(), already](const boost::system::error_code& wec, std::size_t m) {
       self->on_write(wec, already + m);
     });
