@@ -5,6 +5,7 @@
 #if !defined(VOLLEY_HAS_EDGE_READ_WAIT)
 
 namespace volley::net::detail {
+bool can_leave_reactor() noexcept { return false; }
 bool leave_reactor(boost::asio::ip::tcp::socket&) noexcept { return false; }
 boost::system::error_code rejoin_reactor(boost::asio::ip::tcp::socket&) noexcept { return {}; }
 }  // namespace volley::net::detail
@@ -19,6 +20,8 @@ boost::system::error_code rejoin_reactor(boost::asio::ip::tcp::socket&) noexcept
 namespace volley::net::detail {
 
 namespace asio = boost::asio;
+
+bool can_leave_reactor() noexcept { return true; }
 
 bool leave_reactor(asio::ip::tcp::socket& socket) noexcept {
   auto& impl = SocketInternals::of(socket);

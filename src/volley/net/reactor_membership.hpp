@@ -19,6 +19,9 @@
 
 namespace volley::net::detail {
 
+// Whether sockets can leave the reactor in this build (Asio's epoll reactor,
+// the Boost it was written against); where not, leave_reactor() says false.
+bool can_leave_reactor() noexcept;
 // Takes `socket` (open, on a loop one thread runs, with no Asio operation
 // queued on it) out of the reactor: true when it left.
 bool leave_reactor(boost::asio::ip::tcp::socket& socket) noexcept;
