@@ -12,6 +12,7 @@
 
 #include "reactor_membership.hpp"
 #include "spin_readers.hpp"
+#include "tcp_inq.hpp"
 #include "uring_receive.hpp"
 
 namespace volley::net::detail {
@@ -74,11 +75,8 @@ class SpinInput final : public ConnectionInput {
     // So after one, the connection reads once more first, the overflow's way.
     const bool known_dry = !plain_ || !spinning_ || read_dry_;
     spinning_ = false;
-    const boost::system::error_code ec = known_dry ? use_reactor() : boost::system::error_code();
-    if (!known_dry || ec) {
-      asio::post(socket_.get_executor(), [connection = std::move(connection), ec] { ready(*connection, ec); });
-      return;
-    }
+    if (!known_dry) return read_first(std::move(connection), {});
+    if (const boost::system::error_code ec = use_reactor()) return read_first(std::move(connection), ec);
     overflow_->wait(std::move(connection));
   }
   boost::system::error_code use_reactor() override {
@@ -96,22 +94,19 @@ class SpinInput final : public ConnectionInput {
       n = ::recv(socket_.native_handle(), buffer.data(), buffer.size(), 0);  // the socket is non-blocking
     } while (n < 0 && errno == EINTR);
     read_dry_ = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-    if (n < 0) {
-      ec = boost::system::error_code(errno, asio::error::get_system_category());
-      return 0;
-    }
-    if (n == 0 && !buffer.empty()) {
-      ec = asio::error::eof;
-      return 0;
-    }
-    ec = boost::system::error_code();
-    return static_cast<std::size_t>(n);
+    return receive_result(n, buffer.size(), ec);
   }
   // Spinning, the next turn looks again: only a full buffer means "read on now".
   bool left_over() const noexcept override { return !spinning_ && overflow_->left_over(); }
   bool worth_reading() override { return overflow_->worth_reading(); }
 
  private:
+  // The wait ends at once, on the loop's next turn: the connection reads
+  // again (or sees `ec`).
+  void read_first(std::shared_ptr<TcpConnection> connection, boost::system::error_code ec) {
+    asio::post(socket_.get_executor(), [connection = std::move(connection), ec] { ready(*connection, ec); });
+  }
+
   SpinReaders& spin_;
   asio::ip::tcp::socket& socket_;
   std::unique_ptr<ConnectionInput> overflow_;

@@ -50,22 +50,12 @@ EdgeReadWait::EdgeReadWait(asio::detail::reactor& reactor, asio::ip::tcp::socket
 std::size_t EdgeReadWait::read_some(std::span<std::byte> buffer, boost::system::error_code& ec) {
   int left = -1;
   const ssize_t n = receive_counting_left(socket_.native_handle(), buffer.data(), buffer.size(), left);
-  if (n < 0) {
-    left_over_ = false;
-    ec = boost::system::error_code(errno, asio::error::get_system_category());
-    return 0;
-  }
-  if (n == 0 && !buffer.empty()) {
-    left_over_ = false;
-    ec = asio::error::eof;
-    return 0;
-  }
+  const std::size_t read = receive_result(n, buffer.size(), ec);
   // No count (never expected with TCP_INQ on): assume more, so the
   // connection reads again and waits only after a read that finds nothing.
   // The kernel counts an end still to be read as 1.
-  left_over_ = left != 0;
-  ec = boost::system::error_code();
-  return static_cast<std::size_t>(n);
+  left_over_ = !ec && left != 0;
+  return read;
 }
 
 void EdgeReadWait::wait(std::shared_ptr<TcpConnection> connection) {
