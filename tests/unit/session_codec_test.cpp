@@ -24,6 +24,80 @@ void feed(SessionCodec& codec, const std::vector<std::byte>& bytes) {
   codec.commit(bytes.size());
 }
 
+// What a decoding loop saw, one entry per frame.
+struct Seen {
+  Inbound::Kind kind;
+  std::string bytes, body;
+  std::uint32_t id;
+  std::error_code error;
+  bool operator==(const Seen&) const = default;
+  friend void PrintTo(const Seen& s, std::ostream* os) {
+    *os << "{kind " << static_cast<int>(s.kind) << ", bytes [" << s.bytes << "], id " << s.id << ", "
+        << s.error.message() << "}";
+  }
+};
+
+Seen seen(Inbound::Kind kind, const Message& m, std::error_code error) {
+  return {kind, hex(m.bytes), hex(m.body), m.id, error};
+}
+
+// next() alone, frame by frame.
+std::vector<Seen> decode_by_next(SessionCodec& codec) {
+  std::vector<Seen> out;
+  for (Inbound in = codec.next(); in.kind != Inbound::Kind::need_more && in.kind != Inbound::Kind::failed;
+       in = codec.next())
+    out.push_back(seen(in.kind, in.message, in.error));
+  return out;
+}
+
+// The session's loop: next_message() first, next() for what it leaves.
+std::vector<Seen> decode_as_a_session(SessionCodec& codec, int& fast) {
+  std::vector<Seen> out;
+  for (;;) {
+    if (Message m; codec.next_message(m)) {
+      ++fast;
+      out.push_back(seen(Inbound::Kind::message, m, {}));
+      continue;
+    }
+    const Inbound in = codec.next();
+    if (in.kind == Inbound::Kind::need_more || in.kind == Inbound::Kind::failed) return out;
+    out.push_back(seen(in.kind, in.message, in.error));
+  }
+}
+
+// A codec's next_message() takes every valid message and nothing else: the
+// session's loop sees what next() alone sees.
+void expect_same_frames(std::unique_ptr<SessionCodec> (*make)(), const char* stream, int messages) {
+  auto by_next = make();
+  auto as_session = make();
+  feed(*by_next, from_hex(stream));
+  feed(*as_session, from_hex(stream));
+  int fast = 0;
+  const auto expected = decode_by_next(*by_next);
+  EXPECT_EQ(decode_as_a_session(*as_session, fast), expected);
+  EXPECT_EQ(fast, messages);
+  EXPECT_EQ(as_session->buffered(), by_next->buffered());
+}
+
+TEST(SessionCodecs, TheMessageFastPathTakesValidMessagesOnly) {
+  // Checked: message, heartbeat, message, bad checksum, goodbye, empty message, half a frame.
+  expect_same_frames([] { return make_checked_codec(1024); },
+                     "00 00 07 01 01 68 69  00 00 05 00 00  00 00 06 01 41 41  00 00 07 01 00 68 69  "
+                     "00 00 05 02 00  00 00 05 01 00  00 00 07 01",
+                     3);
+  // gNB: ack, keepalive, data, control with a body over its limit (rejected,
+  // the stream in sync), goodbye, nack, an unknown type (fatal: the loop
+  // stops there and the ack after it is never taken).
+  std::string over_limit = "10 01 00 00 00 41";
+  for (int i = 0; i < 0x41; ++i) over_limit += " 00";
+  expect_same_frames(gnb::make_gnb_codec,
+                     ("10 02 00 00 00 04 DE AD BE EF  00 00 00 00 00 00  80 01 00 00 00 02 01 02  " + over_limit +
+                      "  00 00 00 00 00 01 01  10 03 00 00 00 06 00 00 00 07 00 01  77 77 00 00 00 00  "
+                      "10 02 00 00 00 04 01 02 03 04")
+                         .c_str(),
+                     3);
+}
+
 TEST(CheckedSessionCodec, FramesAMessageAsTheSeedDoes) {
   auto codec = make_checked_codec(1024);
   std::array<std::byte, SessionCodec::kMaxHeader> header{};

@@ -36,6 +36,13 @@ class SessionCodec {
   virtual std::span<std::byte> prepare() = 0;
   virtual void commit(std::size_t n) = 0;
   virtual Inbound next() = 0;
+  // next()'s common case, for the session's per-frame loop: a whole, valid
+  // message at the head is taken and written to `out` (true). False takes
+  // nothing: whatever is at the head (a heartbeat, a bad frame, too few
+  // bytes) is next()'s to say. A codec overrides it to skip building an
+  // Inbound, and its error_code, for every message; the default leaves every
+  // frame to next().
+  virtual bool next_message(Message& /*out*/) { return false; }
   // Bytes of an unfinished frame (non-zero when a peer leaves mid-frame).
   virtual std::size_t buffered() const = 0;
 

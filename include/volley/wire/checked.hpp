@@ -93,6 +93,9 @@ class FrameDecoder {
     buffer_.consume(total);
     return Frame{static_cast<FrameType>(type), payload};
   }
+  // The bytes buffered and not yet decoded (while an oversize frame is being
+  // skipped, the part of it buffered).
+  std::span<const std::byte> readable() const noexcept { return buffer_.readable(); }
   std::size_t buffered() const noexcept { return buffer_.size() + skipping_; }
   std::size_t capacity() const noexcept { return buffer_.capacity(); }
 

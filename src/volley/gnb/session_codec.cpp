@@ -18,6 +18,16 @@ class GnbCodec final : public net::SessionCodec {
   void commit(std::size_t n) override { decoder_.commit(n); }
   std::size_t buffered() const override { return decoder_.failed() ? 0 : decoder_.buffered(); }
 
+  // A valid frame's type is never 0x0000, the extensions' type: take_frame()
+  // leaves keepalives and goodbyes to next().
+  bool next_message(net::Message& out) override {
+    const std::span<const std::byte> before = decoder_.readable();
+    const std::optional<Frame> frame = decoder_.take_frame();
+    if (!frame) return false;
+    out = {.bytes = before.first(frame->wire_size()), .id = static_cast<std::uint16_t>(frame->type), .body = frame->body};
+    return true;
+  }
+
   net::Inbound next() override {
     switch (decoder_.take_extension()) {
       case FrameDecoder::Extension::none: break;

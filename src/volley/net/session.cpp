@@ -170,6 +170,12 @@ void Session::on_data(TcpConnection& /*connection*/, std::size_t n) {
 
 void Session::decode_buffered() {
   while (!input_paused_ && !connection_->closed()) {
+    if (Message message; codec_->next_message(message)) {
+      ++stats_.messages_in;
+      policy_.message_received();
+      events_->on_message(*this, message);
+      continue;
+    }
     const Inbound in = codec_->next();
     switch (in.kind) {
       case Inbound::Kind::need_more: return;

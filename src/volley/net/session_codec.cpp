@@ -25,6 +25,18 @@ class CheckedCodec final : public SessionCodec {
   void commit(std::size_t n) override { decoder_.commit(n); }
   std::size_t buffered() const override { return decoder_.buffered(); }
 
+  // Only a message frame: a heartbeat is next()'s.
+  bool next_message(Message& out) override {
+    const std::span<const std::byte> in = decoder_.readable();
+    if (in.size() < wire::checked::kHeaderSize ||
+        in[3] != std::byte{static_cast<std::uint8_t>(wire::checked::FrameType::message)})
+      return false;
+    const std::optional<wire::checked::Frame> frame = decoder_.take_frame();
+    if (!frame) return false;
+    out = {.bytes = frame->payload, .body = frame->payload};
+    return true;
+  }
+
   Inbound next() override {
     using wire::checked::DecodeStatus;
     // (no_error_ is copied: a default-constructed error_code calls into the
