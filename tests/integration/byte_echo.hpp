@@ -87,8 +87,9 @@ inline std::size_t read_intact(const RawClient& socket, std::size_t client, std:
 // Sends `total` bytes of client 0's pattern from a thread of its own, starts
 // reading only 300 ms later (the server's echoes back up meanwhile), and
 // returns how many came back intact, in order.
-inline std::size_t send_all_then_read_late(std::uint16_t port, std::size_t total) {
-  RawClient socket(port);
+// On `socket`, open already (a test may have used it: the pattern starts
+// at client 0's offset 0 either way).
+inline std::size_t send_all_then_read_late(RawClient& socket, std::size_t total) {
   std::thread sender([&] {
     constexpr std::size_t kPiece = 256 * 1024;
     try {
@@ -105,6 +106,11 @@ inline std::size_t send_all_then_read_late(std::uint16_t port, std::size_t total
   if (intact < total) socket.shutdown_both();
   sender.join();
   return intact;
+}
+
+inline std::size_t send_all_then_read_late(std::uint16_t port, std::size_t total) {
+  RawClient socket(port);
+  return send_all_then_read_late(socket, total);
 }
 
 }  // namespace volley::test
