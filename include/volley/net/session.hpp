@@ -171,6 +171,7 @@ class Session final : public StreamHandler {
   SendResult can_send() const noexcept;        // sent: yes; else why not
   SendResult queued(std::size_t messages);     // bookkeeping after a send
   void decode_buffered();
+  void deliver(const Message& message);
   // Tells the policy whether the session hears its peer (it does not while
   // input is paused, held for a lent payload, or stopped for full output).
   void update_hearing();

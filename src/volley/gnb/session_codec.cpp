@@ -18,8 +18,10 @@ class GnbCodec final : public net::SessionCodec {
   void commit(std::size_t n) override { decoder_.commit(n); }
   std::size_t buffered() const override { return decoder_.failed() ? 0 : decoder_.buffered(); }
 
-  // A valid frame's type is never 0x0000, the extensions' type: take_frame()
-  // leaves keepalives and goodbyes to next().
+  // The message is the whole frame, header included, as the sender gave it,
+  // with the type and body the decoder read. A valid frame's type is never
+  // 0x0000, the extensions' type: take_frame() leaves keepalives and goodbyes
+  // to next().
   bool next_message(net::Message& out) override {
     const std::span<const std::byte> before = decoder_.readable();
     const std::optional<Frame> frame = decoder_.take_frame();
@@ -35,15 +37,10 @@ class GnbCodec final : public net::SessionCodec {
       case FrameDecoder::Extension::goodbye: return {net::Inbound::Kind::goodbye, {}, {}};
       case FrameDecoder::Extension::partial: return {};
     }
+    // (no_error_ is copied: a default-constructed error_code calls into the
+    // library for its category.)
+    if (net::Message message; next_message(message)) return {net::Inbound::Kind::message, message, no_error_};
     const std::span<const std::byte> before = decoder_.readable();
-    // The message is the whole frame, header included, as the sender gave it,
-    // with the type and body the decoder read. (no_error_ is copied: a
-    // default-constructed error_code calls into the library for its category,
-    // once per frame.)
-    if (const std::optional<Frame> frame = decoder_.take_frame())
-      return {net::Inbound::Kind::message,
-              {.bytes = before.first(frame->wire_size()), .id = static_cast<std::uint16_t>(frame->type), .body = frame->body},
-              no_error_};
     const DecodeResult r = decoder_.next();
     switch (r.status) {
       case DecodeStatus::need_more: return {};

@@ -171,19 +171,13 @@ void Session::on_data(TcpConnection& /*connection*/, std::size_t n) {
 void Session::decode_buffered() {
   while (!input_paused_ && !connection_->closed()) {
     if (Message message; codec_->next_message(message)) {
-      ++stats_.messages_in;
-      policy_.message_received();
-      events_->on_message(*this, message);
+      deliver(message);
       continue;
     }
     const Inbound in = codec_->next();
     switch (in.kind) {
       case Inbound::Kind::need_more: return;
-      case Inbound::Kind::message:
-        ++stats_.messages_in;
-        policy_.message_received();
-        events_->on_message(*this, in.message);
-        break;
+      case Inbound::Kind::message: deliver(in.message); break;
       case Inbound::Kind::heartbeat:
         ++stats_.heartbeats_in;
         events_->on_heartbeat(*this);
@@ -208,6 +202,12 @@ void Session::decode_buffered() {
       }
     }
   }
+}
+
+void Session::deliver(const Message& message) {
+  ++stats_.messages_in;
+  policy_.message_received();
+  events_->on_message(*this, message);
 }
 
 void Session::pause_input() {

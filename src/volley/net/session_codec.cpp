@@ -41,10 +41,8 @@ class CheckedCodec final : public SessionCodec {
     using wire::checked::DecodeStatus;
     // (no_error_ is copied: a default-constructed error_code calls into the
     // library for its category, once per frame.)
-    if (const std::optional<wire::checked::Frame> frame = decoder_.take_frame()) {
-      if (frame->type == wire::checked::FrameType::heartbeat) return {Inbound::Kind::heartbeat, {}, no_error_};
-      return {Inbound::Kind::message, {.bytes = frame->payload, .body = frame->payload}, no_error_};
-    }
+    if (Message message; next_message(message)) return {Inbound::Kind::message, message, no_error_};
+    if (decoder_.take_frame()) return {Inbound::Kind::heartbeat, {}, no_error_};  // the valid frame it left
     const wire::checked::DecodeResult r = decoder_.next();
     switch (r.status) {
       case DecodeStatus::need_more: return {Inbound::Kind::need_more, {}, no_error_};
