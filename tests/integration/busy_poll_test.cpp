@@ -149,7 +149,9 @@ TEST(BusyPoll, ASocketThatSpunWaitsOnTheReactorAgainWhenItLosesItsPlace) {
 // spin, its first echo the kernel cannot take then waits on the reactor,
 // which needs the socket back in (missing that, the write fails and the
 // bytes stop). Without them, a loaded machine may leave the reactor only
-// once the last echo is out, and the rejoin goes untested.
+// once the last echo is out. And the client reads only once the socket is
+// back: reading after a fixed time, a slow server (ThreadSanitizer, a busy
+// machine) may never fill the kernel's buffers, and no echo waits at all.
 TEST(BusyPoll, ReadingPausesAtHighWaterAndResumesWhileSpinning) {
   net::ServerOptions options{.bind = "127.0.0.1", .port = 0, .threads = 1, .busy_poll = true};
   options.handle_signals = false;
@@ -174,7 +176,10 @@ TEST(BusyPoll, ReadingPausesAtHighWaterAndResumesWhileSpinning) {
       ASSERT_EQ(before.left_reactor, 1u);
       ASSERT_EQ(before.rejoined_reactor, 0u);
     }
-    intact = send_all_then_read_late(socket, kBytes);
+    intact = send_all_then_read_late(socket, kBytes, [&] {
+      if (!leaves) return std::this_thread::sleep_for(300ms);
+      for (int i = 0; i < 1000 && spin_stats_now(loop).rejoined_reactor == 0; ++i) std::this_thread::sleep_for(10ms);
+    });
   }
   EXPECT_EQ(intact, kBytes);
   if (leaves) {

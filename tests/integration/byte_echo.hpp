@@ -88,8 +88,10 @@ inline std::size_t read_intact(const RawClient& socket, std::size_t client, std:
 // reading only 300 ms later (the server's echoes back up meanwhile), and
 // returns how many came back intact, in order.
 // On `socket`, open already (a test may have used it: the pattern starts
-// at client 0's offset 0 either way).
-inline std::size_t send_all_then_read_late(RawClient& socket, std::size_t total) {
+// at client 0's offset 0 either way), reading once `read_when()` returns
+// (the sending goes on meanwhile) instead of after 300 ms.
+template <class ReadWhen>
+std::size_t send_all_then_read_late(RawClient& socket, std::size_t total, ReadWhen read_when) {
   std::thread sender([&] {
     constexpr std::size_t kPiece = 256 * 1024;
     try {
@@ -99,7 +101,7 @@ inline std::size_t send_all_then_read_late(RawClient& socket, std::size_t total)
       // Ended below: the echoes stopped, and the result already says so.
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  read_when();
   const std::size_t intact = read_intact(socket, 0, total);
   // A server that stopped echoing may also have stopped reading, with the
   // sender blocked on it: end the socket so that the test fails, not hangs.
@@ -110,7 +112,7 @@ inline std::size_t send_all_then_read_late(RawClient& socket, std::size_t total)
 
 inline std::size_t send_all_then_read_late(std::uint16_t port, std::size_t total) {
   RawClient socket(port);
-  return send_all_then_read_late(socket, total);
+  return send_all_then_read_late(socket, total, [] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); });
 }
 
 }  // namespace volley::test
