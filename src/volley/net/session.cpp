@@ -168,11 +168,20 @@ void Session::on_data(TcpConnection& /*connection*/, std::size_t n) {
   decode_buffered();
 }
 
+inline void Session::deliver(const Message& message) {
+  ++stats_.messages_in;
+  policy_.message_received();
+  events_->on_message(*this, message);
+}
+
 void Session::decode_buffered() {
+  Message message;
   while (!input_paused_ && !connection_->closed()) {
-    if (Message message; codec_->next_message(message)) {
+    // Whole, valid messages (nearly every frame) in a loop of their own;
+    // next() says what anything else at the head is.
+    while (codec_->next_message(message)) {
       deliver(message);
-      continue;
+      if (input_paused_ || connection_->closed()) return;
     }
     const Inbound in = codec_->next();
     switch (in.kind) {
@@ -202,12 +211,6 @@ void Session::decode_buffered() {
       }
     }
   }
-}
-
-void Session::deliver(const Message& message) {
-  ++stats_.messages_in;
-  policy_.message_received();
-  events_->on_message(*this, message);
 }
 
 void Session::pause_input() {
