@@ -7,8 +7,10 @@ and checking every frame's header and counting it per type as the target
 does (`raw_sink PORT N check`: the same work, hand-written). Interleaved, the
 1200-byte mix. The receiver's user and system time come from wait4's
 resource usage. Prints one line per run (docs/BENCHMARKS.md, "Where the gNB
-target's CPU goes"). Usage: bench/gnb_cpu.py [BINDIR] [--connections N]
-[--runs N] [--seconds S]
+target's CPU goes"). With --senders, the other side: the traffic generator's
+CPU per byte against the raw sender's, each on CPU 0 sending into the
+checking raw sink on CPU 1. Usage: bench/gnb_cpu.py [BINDIR] [--connections N]
+[--runs N] [--seconds S] [--senders]
 """
 import argparse
 import json
@@ -60,6 +62,34 @@ def raw_run(bindir, seconds, connections, port, check=False):
     return json.loads(out)["bytes"], user, system
 
 
+def sender_run(bindir, seconds, connections, port, generator):
+    """The sender's CPU (user, system) and bytes: the traffic generator or the
+    raw sender on CPU 0, into the checking raw sink on CPU 1."""
+    sink = subprocess.Popen(["taskset", "-c", "1", f"{bindir}/raw_sink", str(port), str(connections), "check"],
+                            stdout=subprocess.PIPE, text=True)
+    time.sleep(0.2)
+    if generator:
+        argv = [f"{bindir}/traffic_generator"] + sum([["-m", m] for m in MIX], []) + \
+               ["-t", str(seconds), "--port", str(port), "-c", str(connections), "--json", "--no-progress"]
+    else:
+        argv = [f"{bindir}/raw_sender", str(port), str(seconds), str(connections)] + MIX
+    sender = subprocess.Popen(["taskset", "-c", "0"] + argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    user, system = cpu_of(sender)
+    out = sink.stdout.read()
+    sink.wait(timeout=60)
+    return json.loads(out)["bytes"], user, system
+
+
+def senders(args):
+    for _ in range(args.runs):
+        gb, gu, gs = sender_run(args.bindir, args.seconds, args.connections, args.port, True)
+        rb, ru, rs = sender_run(args.bindir, args.seconds, args.connections, args.port, False)
+        print(f"generator {gb / 1e6 / args.seconds:6.0f} MB/s, {(gu + gs) * 1e9 / gb:.3f} ns/byte (user "
+              f"{gu * 1e9 / gb:.3f}, system {gs * 1e9 / gb:.3f}) | raw sender {rb / 1e6 / args.seconds:6.0f} MB/s, "
+              f"{(ru + rs) * 1e9 / rb:.3f} ns/byte (user {ru * 1e9 / rb:.3f}, system {rs * 1e9 / rb:.3f}) | "
+              f"CPU per byte: generator / raw sender {(gu + gs) * rb / ((ru + rs) * gb):.2f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("bindir", nargs="?", default="build/bin")
@@ -67,7 +97,11 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--port", type=int, default=32199, help="port of the raw sink")
+    ap.add_argument("--senders", action="store_true",
+                    help="the senders' CPU instead: the generator against the raw sender, both into the checking raw sink")
     args = ap.parse_args()
+    if args.senders:
+        return senders(args)
     for _ in range(args.runs):
         vb, vu, vs = volley_run(args.bindir, args.seconds, args.connections)
         rb, ru, rs = raw_run(args.bindir, args.seconds, args.connections, args.port)
