@@ -41,6 +41,8 @@ class CheckedCodec final : public SessionCodec {
     using wire::checked::DecodeStatus;
     // (no_error_ is copied: a default-constructed error_code calls into the
     // library for its category, once per frame.)
+    // Most reads of a request-reply stream end here: its one frame taken, nothing left.
+    if (decoder_.readable().empty()) return {Inbound::Kind::need_more, {}, no_error_};
     if (Message message; next_message(message)) return {Inbound::Kind::message, message, no_error_};
     if (decoder_.take_frame()) return {Inbound::Kind::heartbeat, {}, no_error_};  // the valid frame it left
     const wire::checked::DecodeResult r = decoder_.next();
