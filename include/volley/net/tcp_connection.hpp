@@ -258,6 +258,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void sent();
   void flush();
   void on_write(const boost::system::error_code& ec, std::size_t n);
+  // A write failed on the spot: on_write(ec) on the loop's next turn, not
+  // inside the send that may be on the handler's stack.
+  void fail_write_soon(const boost::system::error_code& ec);
   void half_close();
   // The transport ended the exchange in band (see StreamTransport::ended_in_band).
   void end_in_band(StreamTransport::End end, const boost::system::error_code& ec);

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
@@ -15,6 +16,13 @@
 namespace volley::net {
 
 namespace asio = boost::asio;
+
+namespace {
+// A write that failed for good, not one the socket's full buffer put off.
+bool write_failed(const boost::system::error_code& ec) {
+  return ec && ec != asio::error::would_block && ec != asio::error::try_again;
+}
+}  // namespace
 
 // A copy is built in place too: over shared memory it is then the only one.
 bool TcpConnection::send(std::span<const std::byte> bytes) {
@@ -57,8 +65,8 @@ void TcpConnection::write_in_place() {
   boost::system::error_code ec;
   transport_->write_some({}, ec);  // publishes what was built, with no bytes of its own
   const std::size_t bytes = std::exchange(built_in_place_, 0);
-  if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
-    asio::post(socket_.get_executor(), [self = shared_from_this(), ec] { self->on_write(ec, 0); });
+  if (write_failed(ec)) {
+    fail_write_soon(ec);
     return;
   }
   if (in_flush_completion_) {  // as flush(): no recursion once per message
@@ -124,8 +132,8 @@ void TcpConnection::flush() {
     }
     return;
   }
-  if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
-    asio::post(socket_.get_executor(), [self = shared_from_this(), ec] { self->on_write(ec, 0); });
+  if (write_failed(ec)) {
+    fail_write_soon(ec);
     return;
   }
   write_rest(ec ? 0 : n);
@@ -149,7 +157,7 @@ void TcpConnection::write_rest(std::size_t already) {
   if (!gather_.empty()) gather_.front() += skip;
   if (!transport_) {
     if (const boost::system::error_code ec = input_->use_reactor()) {
-      asio::post(socket_.get_executor(), [self = shared_from_this(), ec] { self->on_write(ec, 0); });
+      fail_write_soon(ec);
       return;
     }
     asio::async_write(socket_, gather_, [self = shared_from_this(), already](const boost::system::error_code& wec, std::size_t m) {
@@ -167,12 +175,16 @@ void TcpConnection::write_rest(std::size_t already) {
     if (wec) return self->on_write(wec, already);
     boost::system::error_code ec;
     const std::size_t m = self->write_socket(ec);
-    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return self->on_write(ec, already);
+    if (write_failed(ec)) return self->on_write(ec, already);
     std::size_t left = 0;
     for (const auto& b : self->gather_) left += b.size();
     if (!ec && m == left && !self->transport_output_waiting()) return self->on_write({}, already + m);
     self->write_rest(ec ? 0 : m);  // `already` stays what the completion reports; the gather moves on
   });
+}
+
+void TcpConnection::fail_write_soon(const boost::system::error_code& ec) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), ec] { self->on_write(ec, 0); });
 }
 
 void TcpConnection::on_write(const boost::system::error_code& ec, std::size_t /*n*/) {
