@@ -85,11 +85,10 @@ inline std::size_t read_intact(const RawClient& socket, std::size_t client, std:
 }
 
 // Sends `total` bytes of client 0's pattern from a thread of its own, starts
-// reading only 300 ms later (the server's echoes back up meanwhile), and
-// returns how many came back intact, in order.
-// On `socket`, open already (a test may have used it: the pattern starts
-// at client 0's offset 0 either way), reading once `read_when()` returns
-// (the sending goes on meanwhile) instead of after 300 ms.
+// reading only once `read_when()` returns (the sending goes on, and the
+// server's echoes back up, meanwhile), and returns how many came back
+// intact, in order. On `socket`, open already (a test may have used it: the
+// pattern starts at client 0's offset 0 either way).
 template <class ReadWhen>
 std::size_t send_all_then_read_late(RawClient& socket, std::size_t total, ReadWhen read_when) {
   std::thread sender([&] {
@@ -110,6 +109,7 @@ std::size_t send_all_then_read_late(RawClient& socket, std::size_t total, ReadWh
   return intact;
 }
 
+// The same on a new connection to `port`, reading 300 ms after the sending starts.
 inline std::size_t send_all_then_read_late(std::uint16_t port, std::size_t total) {
   RawClient socket(port);
   return send_all_then_read_late(socket, total, [] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); });
