@@ -3,7 +3,9 @@
 sockets, samples interleaved, processes pinned:
 - rtt: 32-byte payload round trips, one in flight: bench/raw/raw_pingpong
   (checked frames, blocking or busy-polling), then each build's pingpong-server and
-  pingpong; blocking and --busy-poll, p50.
+  pingpong; blocking and --busy-poll, p50. Then the NEW build's pingpong-server
+  with raw_pingpong's client (rtt_*_new_rawclient): the server's part alone,
+  the client the same as the raw row's.
 - echo: pipelined 32-byte echo (1 and 100 clients): the server's CPU time
   (user + system, from wait4 after SIGTERM) per message echoed, for
   raw_echo_server and each build's echo-server (1 thread); the client is
@@ -68,15 +70,29 @@ def rtt(build, busy):
     return r["results"][0]["p50_us"]
 
 
+def raw_client(busy, port):
+    prefix = "busy-checked-" if busy else "checked-"
+    return run([f"{NEW}/raw_pingpong", prefix + "client", str(port), "1.5", "37", "37"], CCPU)["p50_us"]
+
+
 def raw_rtt(busy, port):
     # Checked frames either way: the XOR of the payload on both sides, the same work as Volley's.
     prefix = "busy-checked-" if busy else "checked-"
     s = subprocess.Popen(["taskset", "-c", SCPU, f"{NEW}/raw_pingpong", prefix + "server", str(port), "37", "37"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     time.sleep(0.2)
-    r = run([f"{NEW}/raw_pingpong", prefix + "client", str(port), "1.5", "37", "37"], CCPU)
+    p50 = raw_client(busy, port)
     s.wait(timeout=30)
-    return r["p50_us"]
+    return p50
+
+
+def rawclient_rtt(busy):
+    """The NEW build's pingpong-server answering raw_pingpong's client."""
+    p, port = start([f"{NEW}/volley", "pingpong-server", "-p", "0", "--no-progress", "--heartbeat", "0"] +
+                    (["--busy-poll"] if busy else []), SCPU)
+    p50 = raw_client(busy, port)
+    stop(p)
+    return p50
 
 
 def echo(build, clients, port):
@@ -92,6 +108,17 @@ def echo(build, clients, port):
     return cpu / msgs * 1e9, r["msgs_per_s"]
 
 
+def raw_key(key):
+    """The raw baseline a sample is compared with, or None."""
+    parts = key.split("_")
+    if key.startswith("rtt_") and parts[2] != "raw":
+        return f"rtt_{parts[1]}_raw"
+    if key.startswith("echo") and key.endswith("_ns_per_msg") and parts[1] != "raw":
+        return f"{parts[0]}_raw_ns_per_msg"
+    return None
+
+
+
 port = 33000
 for rnd in range(ROUNDS):
     if "rtt" in WHAT:
@@ -101,6 +128,7 @@ for rnd in range(ROUNDS):
             add(f"rtt_{tag}_raw", raw_rtt(busy, port))
             add(f"rtt_{tag}_old", rtt("old", busy))
             add(f"rtt_{tag}_new", rtt("new", busy))
+            add(f"rtt_{tag}_new_rawclient", rawclient_rtt(busy))
     if "echo" in WHAT:
         for clients in (1, 100):
             for build in ("raw", "old", "new"):
@@ -112,3 +140,11 @@ for rnd in range(ROUNDS):
 print("\nmedians:")
 for k, v in res.items():
     print(f"{k} {statistics.median(v):.3f} (n={len(v)}, min {min(v):.3f}, max {max(v):.3f})")
+
+
+print("\nratios to raw, round by round (median, min, max):")
+for k, v in res.items():
+    base = raw_key(k)
+    if base in res:
+        r = [a / b for a, b in zip(v, res[base])]
+        print(f"{k} / {base} {statistics.median(r):.3f} (min {min(r):.3f}, max {max(r):.3f})")
