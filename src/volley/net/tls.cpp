@@ -255,7 +255,7 @@ class TlsTransport final : public StreamTransport {
     return total;
   }
 
-  // The records of one call are gathered and sent with one system call; what
+  // The records of one call are batched and sent with one system call; what
   // the socket does not take waits in the BIO (has_buffered_output) and goes
   // first on the next call, before anything new is encrypted.
   std::size_t write_some(std::span<const asio::const_buffer> buffers, boost::system::error_code& ec) override {
@@ -267,11 +267,13 @@ class TlsTransport final : public StreamTransport {
       }
       return 0;
     }
-    // One buffer that fits one record makes one record: it needs no gathering.
-    const bool one_record = buffers.size() == 1 && buffers.front().size() <= SSL3_RT_MAX_PLAIN_LENGTH;
-    bio_->output(one_record ? detail::TlsSocketBio::Output::send_then_keep : detail::TlsSocketBio::Output::gather);
+    // OpenSSL makes each buffer's records apart, full ones first.
+    std::size_t records = 0;
+    for (const asio::const_buffer& b : buffers)
+      records += (b.size() + SSL3_RT_MAX_PLAIN_LENGTH - 1) / SSL3_RT_MAX_PLAIN_LENGTH;
+    bio_->begin_batch(records);
     const std::size_t total = encrypt(buffers, ec);
-    bio_->output(detail::TlsSocketBio::Output::direct);
+    bio_->end_batch();
     boost::system::error_code send_error;
     if (!bio_->flush(send_error)) {
       if (send_error) {
@@ -288,7 +290,7 @@ class TlsTransport final : public StreamTransport {
   bool read_socket_dry() const override { return bio_ && bio_->dry(); }
 
  private:
-  // SSL_write of every buffer into the gathering BIO (which takes everything).
+  // SSL_write of every buffer into the batching BIO (which takes everything).
   std::size_t encrypt(std::span<const asio::const_buffer> buffers, boost::system::error_code& ec) {
     std::size_t total = 0;
     for (const asio::const_buffer& b : buffers) {

@@ -4,6 +4,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <stdexcept>
 
@@ -44,17 +45,20 @@ int TlsSocketBio::on_write(BIO* bio, const char* data, int size) {
   auto* self = static_cast<TlsSocketBio*>(BIO_get_data(bio));
   BIO_clear_retry_flags(bio);
   if (size <= 0) return 0;
-  if (self->output_ == Output::gather || self->pending_output() > 0) {
+  if (self->batch_) {
+    if (self->batch_left_ > 1) {
+      --self->batch_left_;
+      self->out_.insert(self->out_.end(), data, data + size);
+    } else {
+      self->send_behind_kept(data, static_cast<std::size_t>(size));
+    }
+    return size;
+  }
+  if (self->pending_output() > 0) {
     self->out_.insert(self->out_.end(), data, data + size);
     return size;
   }
   const ssize_t n = ::send(self->fd_, data, static_cast<std::size_t>(size), MSG_NOSIGNAL);
-  if (self->output_ == Output::send_then_keep) {
-    // The rest (all of it after an error) is kept; flush() sends it or meets the error again.
-    const std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
-    self->out_.insert(self->out_.end(), data + sent, data + size);
-    return size;
-  }
   if (n >= 0) return static_cast<int>(n);
   if (would_block(errno)) BIO_set_retry_write(bio);
   return -1;
@@ -92,6 +96,26 @@ long TlsSocketBio::on_ctrl(BIO* bio, int command, long /*number*/, void* /*point
     case BIO_CTRL_PENDING: return 0;
     default: return 0;
   }
+}
+
+void TlsSocketBio::send_behind_kept(const char* data, std::size_t size) {
+  const std::size_t kept = pending_output();
+  iovec parts[2];
+  std::size_t count = 0;
+  if (kept > 0) parts[count++] = {out_.data() + out_sent_, kept};
+  parts[count++] = {const_cast<char*>(data), size};
+  msghdr message{};
+  message.msg_iov = parts;
+  message.msg_iovlen = count;
+  ssize_t n;
+  do {
+    n = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  // The rest (all of it after an error) is kept; flush() sends it or meets the error again.
+  const std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
+  const std::size_t of_kept = std::min(sent, kept);
+  out_sent_ += of_kept;
+  out_.insert(out_.end(), data + (sent - of_kept), data + size);
 }
 
 bool TlsSocketBio::flush(boost::system::error_code& ec) {

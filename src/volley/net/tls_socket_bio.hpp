@@ -1,10 +1,11 @@
 #pragma once
 // The BIO between OpenSSL and a TLS connection's socket. Two things OpenSSL's
 // own socket BIO cannot do, each worth a system call per record:
-//  - Gathered output: while gathering, the records OpenSSL writes are kept and
-//    sent with one send() per batch instead of one write() per 16 KiB record.
-//    A batch of one record skips the copy: it is sent from OpenSSL's own
-//    buffer, and only what the socket does not take is kept. Outside a batch
+//  - Batched output: the records OpenSSL writes for a batch are kept and
+//    sent with one system call per batch instead of one write() per 16 KiB
+//    record. The batch's last record is not copied: it goes out from
+//    OpenSSL's own buffer in the same sendmsg() as the kept ones, and only
+//    what the socket does not take is kept. Outside a batch
 //    (handshake, alerts, close_notify) writes go straight to the socket, as
 //    with the socket BIO. Either way, while kept bytes wait, new ones queue
 //    behind them, to keep the order.
@@ -31,13 +32,18 @@ class TlsSocketBio {
   // A new BIO on this object (which must outlive it), for SSL_set_bio.
   BIO* make_bio();
 
-  // How the records of application data are written:
-  //  - direct: sent at once; a send that would block is retried by OpenSSL;
-  //  - gather: kept, for flush() to send together;
-  //  - send_then_keep (a batch of one record): sent at once, and what the
-  //    socket does not take is kept for flush(), like a gathered batch.
-  enum class Output { direct, gather, send_then_keep };
-  void output(Output mode) noexcept { output_ = mode; }
+  // A batch of `records` records follows: all but the last are kept; the
+  // last (and any write after it, such as a record OpenSSL adds of its own)
+  // is sent at once behind them, and what the socket does not take is kept
+  // for flush(). A count that is off costs a copy or a system call, never
+  // order: kept bytes always go first.
+  void begin_batch(std::size_t records) noexcept {
+    batch_ = true;
+    batch_left_ = records;
+  }
+  // Back to direct writes (handshake, alerts, close_notify): sent at once,
+  // behind anything kept; a send that would block is retried by OpenSSL.
+  void end_batch() noexcept { batch_ = false; }
   // Sends what was kept, as far as the socket takes it: true when nothing is
   // left; `ec` set on a socket error (would_block is not one).
   bool flush(boost::system::error_code& ec);
@@ -56,11 +62,14 @@ class TlsSocketBio {
   static int on_write(BIO* bio, const char* data, int size);
   static int on_read(BIO* bio, char* data, int size);
   static long on_ctrl(BIO* bio, int command, long number, void* pointer);
+  // One sendmsg() of what is kept and then `data`; keeps what the socket does not take.
+  void send_behind_kept(const char* data, std::size_t size);
 
   static constexpr std::size_t kKeptCapacity = 1 << 20;
 
   int fd_;
-  Output output_ = Output::direct;
+  bool batch_ = false;
+  std::size_t batch_left_ = 0;  // records of the batch still to come
   bool drained_ = false;
   bool dry_ = false;
   std::vector<char> out_;
