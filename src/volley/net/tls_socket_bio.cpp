@@ -45,16 +45,13 @@ int TlsSocketBio::on_write(BIO* bio, const char* data, int size) {
   auto* self = static_cast<TlsSocketBio*>(BIO_get_data(bio));
   BIO_clear_retry_flags(bio);
   if (size <= 0) return 0;
-  if (self->batch_) {
-    if (self->batch_left_ > 1) {
-      --self->batch_left_;
-      self->out_.insert(self->out_.end(), data, data + size);
-    } else {
-      self->send_behind_kept(data, static_cast<std::size_t>(size));
-    }
+  if (self->batch_left_ == 1) {  // a batch's last record
+    self->send_behind_kept(data, static_cast<std::size_t>(size));
     return size;
   }
-  if (self->pending_output() > 0) {
+  // A batch's earlier records are kept, and so is a direct write behind kept bytes.
+  if (self->batch_left_ > 1) --self->batch_left_;
+  if (self->batch_left_ > 0 || self->pending_output() > 0) {
     self->out_.insert(self->out_.end(), data, data + size);
     return size;
   }

@@ -16,6 +16,7 @@
 //    exact, and says the socket is dry (dry()).
 #include <openssl/bio.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -37,13 +38,10 @@ class TlsSocketBio {
   // is sent at once behind them, and what the socket does not take is kept
   // for flush(). A count that is off costs a copy or a system call, never
   // order: kept bytes always go first.
-  void begin_batch(std::size_t records) noexcept {
-    batch_ = true;
-    batch_left_ = records;
-  }
+  void begin_batch(std::size_t records) noexcept { batch_left_ = std::max<std::size_t>(records, 1); }
   // Back to direct writes (handshake, alerts, close_notify): sent at once,
   // behind anything kept; a send that would block is retried by OpenSSL.
-  void end_batch() noexcept { batch_ = false; }
+  void end_batch() noexcept { batch_left_ = 0; }
   // Sends what was kept, as far as the socket takes it: true when nothing is
   // left; `ec` set on a socket error (would_block is not one).
   bool flush(boost::system::error_code& ec);
@@ -68,8 +66,7 @@ class TlsSocketBio {
   static constexpr std::size_t kKeptCapacity = 1 << 20;
 
   int fd_;
-  bool batch_ = false;
-  std::size_t batch_left_ = 0;  // records of the batch still to come
+  std::size_t batch_left_ = 0;  // records of the batch still to come (at least 1 in a batch); 0: direct writes
   bool drained_ = false;
   bool dry_ = false;
   std::vector<char> out_;
