@@ -2,7 +2,9 @@
 """The gNB receiver's CPU per byte: the gNB target against the raw sinks.
 
 The target (variant handler, 2 threads) on CPU 1 with the generator on CPU 0,
-then the raw sink on CPU 1 with the raw sender on CPU 0, twice: reading only,
+then the target again fed by the raw sender (the receivers compared with the
+same sender: how a sender writes moves the receiver's system time), then
+the raw sink on CPU 1 with the raw sender on CPU 0, twice: reading only,
 and checking every frame's header and counting it per type as the target
 does (`raw_sink PORT N check`: the same work, hand-written). Interleaved, the
 1200-byte mix. The receiver's user and system time come from wait4's
@@ -28,7 +30,9 @@ def cpu_of(proc):
     return usage.ru_utime, usage.ru_stime
 
 
-def volley_run(bindir, seconds, connections):
+def volley_run(bindir, seconds, connections, raw_sender=False):
+    """The target's bytes and CPU, fed by the traffic generator, or with
+    raw_sender by the raw sender that feeds the raw sinks."""
     with tempfile.TemporaryDirectory() as tmp:
         port_file = os.path.join(tmp, "port")
         target = subprocess.Popen(["taskset", "-c", "1", f"{bindir}/volley", "target", "--bind", "127.0.0.1", "--port",
@@ -40,13 +44,16 @@ def volley_run(bindir, seconds, connections):
                 raise SystemExit("gnb_cpu: the target did not start")
             time.sleep(0.02)
         port = open(port_file).read().strip()
-        gen = subprocess.run(["taskset", "-c", "0", f"{bindir}/traffic_generator"] + sum([["-m", m] for m in MIX], []) +
-                             ["-t", str(seconds), "--port", port, "-c", str(connections), "--json", "--no-progress"],
-                             capture_output=True, text=True, timeout=seconds + 60)
+        if raw_sender:
+            argv = [f"{bindir}/raw_sender", port, str(seconds), str(connections)] + MIX
+        else:
+            argv = [f"{bindir}/traffic_generator"] + sum([["-m", m] for m in MIX], []) + \
+                   ["-t", str(seconds), "--port", port, "-c", str(connections), "--json", "--no-progress"]
+        gen = subprocess.run(["taskset", "-c", "0"] + argv, capture_output=True, text=True, timeout=seconds + 60)
         target.send_signal(signal.SIGTERM)
         user, system = cpu_of(target)
     if gen.returncode != 0:
-        raise SystemExit(f"gnb_cpu: generator failed: {gen.stderr}")
+        raise SystemExit(f"gnb_cpu: sender failed: {gen.stderr}")
     return json.loads(gen.stdout)["bytes"], user, system
 
 
@@ -102,17 +109,20 @@ def main():
     args = ap.parse_args()
     if args.senders:
         return senders(args)
+    def per_byte(b, u, s):
+        return f"{b / 1e6 / args.seconds:6.0f} MB/s, {(u + s) * 1e9 / b:.3f} ns/byte (user {u * 1e9 / b:.3f}, " \
+               f"system {s * 1e9 / b:.3f})"
+
     for _ in range(args.runs):
         vb, vu, vs = volley_run(args.bindir, args.seconds, args.connections)
+        tb, tu, ts = volley_run(args.bindir, args.seconds, args.connections, raw_sender=True)
         rb, ru, rs = raw_run(args.bindir, args.seconds, args.connections, args.port)
         cb, cu, cs = raw_run(args.bindir, args.seconds, args.connections, args.port, check=True)
-        print(f"volley {vb / 1e6 / args.seconds:6.0f} MB/s, {(vu + vs) * 1e9 / vb:.3f} ns/byte (user {vu * 1e9 / vb:.3f}, "
-              f"system {vs * 1e9 / vb:.3f}) | raw {rb / 1e6 / args.seconds:6.0f} MB/s, {(ru + rs) * 1e9 / rb:.3f} ns/byte "
-              f"(user {ru * 1e9 / rb:.3f}, system {rs * 1e9 / rb:.3f}) | raw checking {cb / 1e6 / args.seconds:6.0f} MB/s, "
-              f"{(cu + cs) * 1e9 / cb:.3f} ns/byte (user {cu * 1e9 / cb:.3f}, system {cs * 1e9 / cb:.3f}) | "
+        print(f"volley {per_byte(vb, vu, vs)} | volley fed by the raw sender {per_byte(tb, tu, ts)} | "
+              f"raw {per_byte(rb, ru, rs)} | raw checking {per_byte(cb, cu, cs)} | "
               f"CPU per byte: volley / raw {(vu + vs) * rb / ((ru + rs) * vb):.2f}, "
-              f"volley / raw checking {(vu + vs) * cb / ((cu + cs) * vb):.2f}", flush=True)
-
+              f"volley / raw checking {(vu + vs) * cb / ((cu + cs) * vb):.2f}, "
+              f"same sender: volley / raw checking {(tu + ts) * cb / ((cu + cs) * tb):.2f}", flush=True)
 
 if __name__ == "__main__":
     main()
