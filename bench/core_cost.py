@@ -12,6 +12,8 @@ sockets, samples interleaved, processes pinned:
   the NEW build's echo-client for all three.
 Usage: bench/core_cost.py OLD_BINDIR NEW_BINDIR [ROUNDS] [rtt,echo]
        [SERVER_CPU,CLIENT_CPU,ECHO_CLIENT_CPUS]  (default 1,0,0: a 2-core machine)
+       [--io uring]  (Volley's servers receive through io_uring; their clients
+       and the busy-poll rows stay on the reactor)
 The raw programs come from NEW_BINDIR. Prints each sample, then medians."""
 import json
 import os
@@ -21,6 +23,11 @@ import subprocess
 import sys
 import time
 
+SERVER_IO = []
+if "--io" in sys.argv:
+    at = sys.argv.index("--io")
+    SERVER_IO = ["--io", sys.argv[at + 1]]
+    del sys.argv[at:at + 2]
 if len(sys.argv) < 3:
     sys.exit(__doc__)
 BUILDS = {"old": os.path.abspath(sys.argv[1]), "new": os.path.abspath(sys.argv[2])}
@@ -63,7 +70,7 @@ def run(argv, cpu, timeout=120):
 def rtt(build, busy):
     b = f"{BUILDS[build]}/volley"
     p, port = start([b, "pingpong-server", "-p", "0", "--no-progress", "--heartbeat", "0"] +
-                    (["--busy-poll"] if busy else []), SCPU)
+                    (["--busy-poll"] if busy else SERVER_IO), SCPU)
     r = run([b, "pingpong", "-p", port, "--sizes", "32", "-n", "100000", "--warmup", "1000", "--heartbeat", "0",
              "--json", "--no-progress"] + (["--busy-poll"] if busy else []), CCPU)
     stop(p)
@@ -89,7 +96,7 @@ def raw_rtt(busy, port):
 def rawclient_rtt(busy):
     """The NEW build's pingpong-server answering raw_pingpong's client."""
     p, port = start([f"{NEW}/volley", "pingpong-server", "-p", "0", "--no-progress", "--heartbeat", "0"] +
-                    (["--busy-poll"] if busy else []), SCPU)
+                    (["--busy-poll"] if busy else SERVER_IO), SCPU)
     p50 = raw_client(busy, port)
     stop(p)
     return p50
@@ -100,7 +107,7 @@ def echo(build, clients, port):
         p, _ = start([f"{NEW}/raw_echo_server", str(port), "1"], SCPU, listening=False)
     else:
         p, port = start([f"{BUILDS[build]}/volley", "echo-server", "--proto", "tcp", "-p", "0", "-t", "1",
-                         "--no-progress"], SCPU)
+                         "--no-progress"] + SERVER_IO, SCPU)
     r = run([f"{NEW}/volley", "echo-client", "--proto", "tcp", "-p", str(port), "-c", str(clients), "-t", "2",
              "-z", "2", "--json", "--no-progress"], ECPU)
     cpu = stop(p)

@@ -253,6 +253,35 @@ TEST(UringReceive, AServerStopClosesConnectionsThatWaitInTheRing) {
   for (const auto& c : clients) EXPECT_TRUE(c->peer_closed());
 }
 
+// Connections one after another on one loop, each 200 round trips of 32
+// bytes: between them no receive is armed and the loop stops watching its
+// ring, so each first receive starts the wait again (the edge wait reads the
+// eventfd there for a signal it may have missed). Every round trip comes
+// back, and the loop wakes at most about twice for each (the ring signals
+// its eventfd again as it posts the completions the loop asked for, which
+// can wake the loop once more for nothing): a wait that completed at once
+// instead of at the ring's next signal would spin the loop, tens of
+// wake-ups a round trip.
+TEST(UringReceive, ConnectionsOneAfterAnotherEachStartTheWaitAgainAndNeverSpinTheLoop) {
+  SKIP_WITHOUT_IO_URING_RECEIVE();
+  net::Server server(uring_server(1));
+  server.listen([](std::size_t) { return std::make_unique<ByteEcho<4096>>(); });
+  constexpr std::size_t kClients = 6;
+  constexpr std::size_t kRoundTrips = 200;
+  {
+    ServerThread running(server);
+    for (std::size_t i = 0; i < kClients; ++i) {
+      RawClient socket(server.port());
+      EXPECT_EQ(round_trips(socket, i, kRoundTrips * 32, 32), kRoundTrips * 32) << "client " << i;
+    }
+  }
+  const auto& stats = receiver_stats(server.workers().loop(0));
+  EXPECT_EQ(stats.arms, kClients);
+  EXPECT_GE(stats.receives, kClients * kRoundTrips);
+  // A wake-up a round trip, at most one more for nothing, and one for each connection's end.
+  EXPECT_LE(stats.batches, 3 * stats.receives + 4 * kClients) << stats.receives << " receives";
+}
+
 // A client of its own on a loop that receives through the ring: the loop,
 // released, returns once its connections have closed (an armed receive is
 // work; an idle ring is not).

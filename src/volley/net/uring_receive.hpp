@@ -154,7 +154,10 @@ class UringReceiver : public boost::asio::execution_context::service {
   void submit_cancel(UringRead& read);
   const std::byte* buffer(std::uint16_t id) const noexcept { return storage_.get() + std::size_t{id} * kBufferSize; }
   void give_back(std::uint16_t id) noexcept;
-  void wait_for_completions();
+  // Waits for the ring's signal. `drained`: called at the end of the signal's
+  // own handler, which took every completion, with no reactor wait since.
+  void wait_for_completions(bool drained);
+  void on_signal(const boost::system::error_code& ec);
   void on_completions();
   void shutdown() override;
 
@@ -164,6 +167,11 @@ class UringReceiver : public boost::asio::execution_context::service {
   std::unique_ptr<std::byte[]> storage_;
   boost::asio::io_context& loop_;
   boost::asio::posix::stream_descriptor watch_;  // the ring's eventfd, on the loop's reactor
+  // Or, where Asio is the one edge_read_wait.hpp knows, the eventfd waited
+  // for on the reactor's edge (uring_receiver.cpp): no re-arm and no read of
+  // the eventfd per wake-up.
+  class EdgeSignalWait;
+  std::unique_ptr<EdgeSignalWait> edge_wait_;
   bool watching_ = false;
   enum class State { unopened, open, failed } state_ = State::unopened;
   std::unordered_set<UringRead*> armed_;  // for shutdown: the reads that keep a connection alive

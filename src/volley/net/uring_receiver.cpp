@@ -24,9 +24,87 @@
 
 #include <volley/net/tcp_connection.hpp>
 
+#include "edge_read_wait.hpp"
+
 namespace volley::net::detail {
 
 namespace asio = boost::asio;
+
+#if defined(VOLLEY_HAS_EDGE_READ_WAIT)
+// The ring's eventfd on the loop's epoll reactor, waited for the way
+// EdgeReadWait waits for a socket (edge_read_wait.hpp). Asio registers it
+// edge-triggered; its async_wait would re-arm the registration with
+// epoll_ctl(MOD) at every wait, and a level wait needs the eventfd read
+// back to zero at every wake-up: two system calls a wake-up that this wait
+// does without. Every signal the kernel gives raises an edge (eventfd wakes
+// its waiters at each one, whatever its count), which the loop's next
+// epoll_wait reports. So a wait queued in the signal's own handler, before
+// the loop waits again, misses none. A wait queued anywhere else (the first
+// receive after an idle spell) may follow an edge the reactor reported to
+// nobody: that one reads the eventfd first, and a signal found there
+// completes it at once. One thread runs the loop (the receiver's loops are
+// the loop-per-thread design's), so no other thread takes an edge meanwhile.
+class UringReceiver::EdgeSignalWait final : public asio::detail::reactor_op {
+ public:
+  // Registers `fd` (which it owns from here) with the reactor; throws where epoll refuses it.
+  EdgeSignalWait(UringReceiver& receiver, asio::detail::reactor& reactor, int fd)
+      : reactor_op(boost::system::error_code(), &EdgeSignalWait::perform, &EdgeSignalWait::complete),
+        receiver_(receiver),
+        reactor_(reactor),
+        fd_(fd) {
+    if (const int error = reactor_.register_descriptor(fd_, registration_); error != 0) {
+      reactor_.cleanup_descriptor_data(registration_);
+      ::close(fd_);
+      throw boost::system::system_error(boost::system::error_code(error, boost::system::system_category()),
+                                        "watching the io_uring ring's eventfd");
+    }
+  }
+  // Not while a wait is queued: the loop's shutdown (close(), then the
+  // scheduler's) has completed it by the time the receiver goes.
+  ~EdgeSignalWait() { close(); }
+
+  void start(bool drained) {
+    ec_ = boost::system::error_code();
+    bytes_transferred_ = 0;
+    check_ = !drained;
+    queued_ = false;
+    reactor_.start_op(asio::detail::reactor::read_op, fd_, registration_, this, /*is_continuation=*/true,
+                      /*allow_speculative=*/true);
+    queued_ = true;
+  }
+  // Ends the registration (a queued wait completes with operation_aborted) and the eventfd.
+  void close() {
+    if (fd_ < 0) return;
+    reactor_.deregister_descriptor(fd_, registration_, /*closing=*/true);
+    ::close(fd_);
+    reactor_.cleanup_descriptor_data(registration_);
+    fd_ = -1;
+  }
+
+ private:
+  static status perform(asio::detail::reactor_op* base) {
+    auto* self = static_cast<EdgeSignalWait*>(base);
+    if (self->queued_) return done;  // the edge
+    if (!self->check_) return not_done;
+    std::uint64_t signals = 0;
+    return ::read(self->fd_, &signals, sizeof signals) > 0 ? done : not_done;
+  }
+  static void complete(void* owner, asio::detail::scheduler_operation* base, const boost::system::error_code&,
+                       std::size_t) {
+    auto* self = static_cast<EdgeSignalWait*>(base);
+    self->queued_ = false;
+    if (owner == nullptr) return;  // the loop is being destroyed
+    self->receiver_.on_signal(self->ec_);
+  }
+
+  UringReceiver& receiver_;
+  asio::detail::reactor& reactor_;
+  int fd_;
+  asio::detail::reactor::per_descriptor_data registration_{};
+  bool queued_ = false;  // false while start() hands it to the reactor, which tries it at once
+  bool check_ = false;   // that try reads the eventfd
+};
+#endif
 
 namespace {
 
@@ -79,6 +157,7 @@ void UringReceiver::open_ring() {
       if (done) return;
       boost::system::error_code ignored;
       self.watch_.close(ignored);
+      self.edge_wait_.reset();
       io_uring_queue_exit(self.ring_.get());
       if (self.buffer_ring_ != nullptr) ::munmap(self.buffer_ring_, buffer_ring_bytes(self.buffers_));
       self.buffer_ring_ = nullptr;
@@ -88,11 +167,18 @@ void UringReceiver::open_ring() {
   // each completion: the loop's reactor watches it.
   const int signal = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (signal < 0) fail(-errno, "an eventfd for the io_uring ring");
-  boost::system::error_code ec;
-  watch_.assign(signal, ec);  // the watch owns it from here
-  if (ec) {
-    ::close(signal);
-    throw boost::system::system_error(ec, "watching the io_uring ring's eventfd");
+#if defined(VOLLEY_HAS_EDGE_READ_WAIT)
+  if (asio::use_service<asio::detail::scheduler>(loop_).concurrency_hint() == 1) {
+    edge_wait_ = std::make_unique<EdgeSignalWait>(*this, asio::use_service<asio::detail::reactor>(loop_), signal);
+  } else
+#endif
+  {
+    boost::system::error_code ec;
+    watch_.assign(signal, ec);  // the watch owns it from here
+    if (ec) {
+      ::close(signal);
+      throw boost::system::system_error(ec, "watching the io_uring ring's eventfd");
+    }
   }
   if (const int rc = io_uring_register_eventfd(ring_.get(), signal); rc < 0) fail(rc, "io_uring_register_eventfd");
   void* mapped =
@@ -196,7 +282,7 @@ void UringReceiver::submit_receive(UringRead& read) {
   sqe->buf_group = kBufferGroup;
   io_uring_sqe_set_data(sqe, &read);
   io_uring_submit(ring_.get());
-  if (!watching_) wait_for_completions();
+  if (!watching_) wait_for_completions(/*drained=*/false);
 }
 
 void UringReceiver::submit_cancel(UringRead& read) {
@@ -213,22 +299,29 @@ void UringReceiver::give_back(std::uint16_t id) noexcept {
   io_uring_buf_ring_advance(buffer_ring_, 1);
 }
 
-void UringReceiver::wait_for_completions() {
+void UringReceiver::wait_for_completions(bool drained) {
   watching_ = true;
-  watch_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
-    watching_ = false;
-    if (ec || down_) return;
-    on_completions();
-    // Only while receives are armed: an idle ring is not work that keeps the loop running.
-    if (!armed_.empty() && !watching_) wait_for_completions();
-  });
+  if (edge_wait_ != nullptr) return edge_wait_->start(drained);
+  watch_.async_wait(asio::posix::stream_descriptor::wait_read,
+                    [this](const boost::system::error_code& ec) { on_signal(ec); });
+}
+
+void UringReceiver::on_signal(const boost::system::error_code& ec) {
+  watching_ = false;
+  if (ec || down_) return;
+  on_completions();
+  // Only while receives are armed: an idle ring is not work that keeps the loop running.
+  if (!armed_.empty() && !watching_) wait_for_completions(/*drained=*/true);
 }
 
 void UringReceiver::on_completions() {
   ++stats_.batches;
-  // Reset the signal first: work queued after this read signals again.
-  std::uint64_t signals = 0;
-  [[maybe_unused]] const ssize_t drained = ::read(watch_.native_handle(), &signals, sizeof signals);
+  // A level wait: reset the signal first, so work queued after this read
+  // signals again (the edge wait needs no reset: every signal is an edge).
+  if (edge_wait_ == nullptr) {
+    std::uint64_t signals = 0;
+    [[maybe_unused]] const ssize_t drained = ::read(watch_.native_handle(), &signals, sizeof signals);
+  }
   io_uring_get_events(ring_.get());  // runs the deferred receives: their completions follow
   struct Completion {
     std::uint64_t data;
@@ -272,6 +365,7 @@ void UringReceiver::shutdown() {
   down_ = true;
   boost::system::error_code ignored;
   watch_.close(ignored);
+  if (edge_wait_ != nullptr) edge_wait_->close();
   // Ends every receive: the kernel refers to no read any more.
   if (state_ == State::open) io_uring_queue_exit(ring_.get());
   // Connections the receives kept alive go now; their reads must not call back.
