@@ -44,16 +44,12 @@ def add(key, v):
     print(key, round(v, 4), flush=True)
 
 
-def start(argv, cpu, listening=True):
+def start(argv, cpu):
+    """A Volley server on port 0, once it says where it listens: the process and its port."""
     p = subprocess.Popen(["taskset", "-c", cpu] + argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                          env=ENV)
-    port = None
-    if listening:
-        line = p.stdout.readline()
-        port = line.strip().rsplit(":", 1)[1]
-    else:
-        time.sleep(0.3)
-    return p, port
+    line = p.stdout.readline()
+    return p, line.strip().rsplit(":", 1)[1]
 
 
 def stop(p):
@@ -77,6 +73,36 @@ def rtt(build, busy):
     return r["results"][0]["p50_us"]
 
 
+def listening(port):
+    """Whether something listens on TCP `port` (IPv4 or IPv6), from /proc/net."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    return True
+    return False
+
+
+def start_raw(argv_of_port, first_port):
+    """A raw server (which takes its port as an argument) once it listens: the
+    process and its port. A port another socket holds (the raw programs exit
+    when bind fails) is skipped for the next one."""
+    for port in range(first_port, first_port + 50):
+        if listening(port):
+            continue
+        p = subprocess.Popen(["taskset", "-c", SCPU] + argv_of_port(port), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env=ENV)
+        deadline = time.time() + 5
+        while p.poll() is None and not listening(port) and time.time() < deadline:
+            time.sleep(0.01)
+        if p.poll() is None and listening(port):
+            return p, port
+        p.kill()
+        p.wait()
+    sys.exit(f"core_cost: no raw server would listen on ports {first_port}-{first_port + 49}")
+
+
 def raw_client(busy, port):
     prefix = "busy-checked-" if busy else "checked-"
     return run([f"{NEW}/raw_pingpong", prefix + "client", str(port), "1.5", "37", "37"], CCPU)["p50_us"]
@@ -85,9 +111,7 @@ def raw_client(busy, port):
 def raw_rtt(busy, port):
     # Checked frames either way: the XOR of the payload on both sides, the same work as Volley's.
     prefix = "busy-checked-" if busy else "checked-"
-    s = subprocess.Popen(["taskset", "-c", SCPU, f"{NEW}/raw_pingpong", prefix + "server", str(port), "37", "37"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
-    time.sleep(0.2)
+    s, port = start_raw(lambda at: [f"{NEW}/raw_pingpong", prefix + "server", str(at), "37", "37"], port)
     p50 = raw_client(busy, port)
     s.wait(timeout=30)
     return p50
@@ -104,7 +128,7 @@ def rawclient_rtt(busy):
 
 def echo(build, clients, port):
     if build == "raw":
-        p, _ = start([f"{NEW}/raw_echo_server", str(port), "1"], SCPU, listening=False)
+        p, port = start_raw(lambda at: [f"{NEW}/raw_echo_server", str(at), "1"], port)
     else:
         p, port = start([f"{BUILDS[build]}/volley", "echo-server", "--proto", "tcp", "-p", "0", "-t", "1",
                          "--no-progress"] + SERVER_IO, SCPU)
