@@ -73,7 +73,7 @@ void UringRead::wait(std::shared_ptr<TcpConnection> connection) {
     return;
   }
   waiting_ = connection;
-  if (!armed_ && !starved_) {
+  if (receive_ == Receive::idle) {
     keep_ = std::move(connection);
     arm();
   }
@@ -90,15 +90,15 @@ void UringRead::stop() {
   spill_read_ = 0;
   if (receiver_.down_) return;
   std::shared_ptr<TcpConnection> keep;
-  if (starved_) {
-    starved_ = false;
+  if (receive_ == Receive::starved) {
+    receive_ = Receive::idle;
     std::erase(receiver_.starved_, this);
     receiver_.armed_.erase(this);
     keep = std::move(keep_);
-  } else if (armed_) {
+  } else if (receive_ != Receive::idle) {
     // keep_ goes with the receive's last completion, after the cancel.
-    if (!cancelling_) {
-      cancelling_ = true;
+    if (receive_ == Receive::armed) {
+      receive_ = Receive::cancelling;
       receiver_.submit_cancel(*this);
     }
   } else {
@@ -112,13 +112,13 @@ void UringRead::stop() {
 
 void UringRead::arm() {
   receiver_.armed_.insert(this);
-  armed_ = true;
-  cancelling_ = false;
+  receive_ = Receive::armed;
   receiver_.submit_receive(*this);
 }
 
 void UringRead::on_completion(std::int32_t result, std::uint32_t flags) {
   const bool more = (flags & IORING_CQE_F_MORE) != 0;
+  bool starved = false;  // a receive's end (ENOBUFS never comes with more)
   if (result > 0 && (flags & IORING_CQE_F_BUFFER) != 0) {
     ++receiver_.stats_.receives;
     const auto id = static_cast<std::uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
@@ -132,7 +132,7 @@ void UringRead::on_completion(std::int32_t result, std::uint32_t flags) {
   } else if (result == -ENOBUFS) {
     ++receiver_.stats_.no_buffers;
     if (!stopped_) {
-      starved_ = true;
+      starved = true;
       receiver_.starved_.push_back(this);
     }
   } else if (result < 0 && result != -ECANCELED) {
@@ -144,9 +144,11 @@ void UringRead::on_completion(std::int32_t result, std::uint32_t flags) {
   }
   if (more) return;
   // This receive is over: nothing in the kernel refers to this read any more.
-  armed_ = false;
-  cancelling_ = false;
-  if (starved_) return;  // still counted as armed: receiver re-arms it
+  if (starved) {
+    receive_ = Receive::starved;  // still counted as armed: the receiver arms it again
+    return;
+  }
+  receive_ = Receive::idle;
   receiver_.armed_.erase(this);
   if (!stopped_ && !ended_ && waiting_ != nullptr) return arm();  // ended by a cancel for the spill, or the kernel
   if (keep_ != nullptr) asio::post(receiver_.loop_, [keep = std::move(keep_)] {});
@@ -171,9 +173,9 @@ void UringRead::spill_held() {
   }
   for (const Held& held : held_) receiver_.give_back(held.buffer);
   held_.clear();
-  if (!stopped_ && armed_ && !cancelling_ && spill_.size() - spill_read_ >= UringReceiver::kSpillLimit) {
+  if (!stopped_ && receive_ == Receive::armed && spill_.size() - spill_read_ >= UringReceiver::kSpillLimit) {
     ++receiver_.stats_.held_back;
-    cancelling_ = true;
+    receive_ = Receive::cancelling;
     receiver_.submit_cancel(*this);
   }
 }

@@ -104,9 +104,11 @@ class UringRead final : public ConnectionInput {
   std::vector<std::byte> spill_;            // bytes from earlier batches, not yet read
   std::size_t spill_read_ = 0;
   boost::system::error_code ended_;  // eof or the error that ended receiving (after the bytes before it)
-  bool armed_ = false;               // a multishot receive is in the ring
-  bool cancelling_ = false;          // and a cancel for it was submitted
-  bool starved_ = false;             // it ended with ENOBUFS: the receiver arms it again
+  // The multishot receive: none in the ring; in it; in it with a cancel
+  // submitted (stop(), or the spill at its limit); ended with ENOBUFS, to be
+  // armed again by the receiver once buffers are back (until then still on
+  // its list of armed reads).
+  enum class Receive { idle, armed, cancelling, starved } receive_ = Receive::idle;
   bool stopped_ = false;
   bool listed_ = false;              // on the receiver's list of reads of this batch
 };

@@ -350,7 +350,7 @@ void UringReceiver::on_completions() {
   std::vector<UringRead*> starved;
   starved.swap(starved_);
   for (UringRead* read : starved) {
-    read->starved_ = false;
+    read->receive_ = UringRead::Receive::idle;
     if (read->stopped_ || read->ended_) {
       armed_.erase(read);
       if (read->keep_ != nullptr) asio::post(loop_, [keep = std::move(read->keep_)] {});
@@ -371,8 +371,7 @@ void UringReceiver::shutdown() {
   // Connections the receives kept alive go now; their reads must not call back.
   std::vector<std::shared_ptr<TcpConnection>> released;
   for (UringRead* read : armed_) {
-    read->armed_ = false;
-    read->starved_ = false;
+    read->receive_ = UringRead::Receive::idle;
     read->held_.clear();
     released.push_back(std::move(read->keep_));
     released.push_back(std::move(read->waiting_));
