@@ -94,7 +94,8 @@ class UringReceiver::EdgeSignalWait final : public asio::detail::reactor_op {
     auto* self = static_cast<EdgeSignalWait*>(base);
     self->queued_ = false;
     if (owner == nullptr) return;  // the loop is being destroyed
-    self->receiver_.on_signal(self->ec_);
+    const boost::system::error_code ec = self->ec_;  // (the handler may start the wait again)
+    self->receiver_.on_signal(ec);
   }
 
   UringReceiver& receiver_;
