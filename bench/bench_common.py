@@ -1,6 +1,6 @@
 """Shared by the benchmark drivers: CPU pinning, the raw blocking (or
-busy-polling) ping-pong baseline, medians, and programs run with their CPU
-time taken from wait4."""
+busy-polling) ping-pong baseline, medians, whether a port listens, and
+programs run with their CPU time taken from wait4."""
 import json
 import os
 import subprocess
@@ -8,6 +8,20 @@ import sys
 import tempfile
 import threading
 import time
+
+
+def listening(port):
+    """Whether a TCP socket listens on `port` (read from /proc: a probe connection would be a client)."""
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(path).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return False
 
 
 def pinned(cpu):

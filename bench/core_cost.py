@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 
+from bench_common import listening
+
 SERVER_IO = []
 if "--io" in sys.argv:
     at = sys.argv.index("--io")
@@ -71,17 +73,6 @@ def rtt(build, busy):
              "--json", "--no-progress"] + (["--busy-poll"] if busy else []), CCPU)
     stop(p)
     return r["results"][0]["p50_us"]
-
-
-def listening(port):
-    """Whether something listens on TCP `port` (IPv4 or IPv6), from /proc/net."""
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with open(table) as f:
-            for line in f.readlines()[1:]:
-                fields = line.split()
-                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                    return True
-    return False
 
 
 def start_raw(argv_of_port, first_port):

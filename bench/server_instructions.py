@@ -23,25 +23,13 @@ import sys
 import tempfile
 import time
 
+from bench_common import listening
+
 
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def listening(port):
-    """Whether a TCP socket listens on `port` (read from /proc: a probe connection would be a client)."""
-    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = open(path).read().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                return True
-    return False
 
 
 def wait_listening(port, proc, timeout=60.0):
