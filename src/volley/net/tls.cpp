@@ -271,10 +271,12 @@ class TlsTransport final : public StreamTransport {
       return 0;
     }
     // OpenSSL makes each buffer's records apart, full ones first.
-    std::size_t records = 0;
-    for (const asio::const_buffer& b : buffers)
+    std::size_t records = 0, bytes = 0;
+    for (const asio::const_buffer& b : buffers) {
       records += (b.size() + SSL3_RT_MAX_PLAIN_LENGTH - 1) / SSL3_RT_MAX_PLAIN_LENGTH;
-    bio_->begin_batch(records);
+      bytes += b.size();
+    }
+    bio_->begin_batch(records, bytes);
     const std::size_t total = encrypt(buffers, ec);
     bio_->end_batch();
     boost::system::error_code send_error;

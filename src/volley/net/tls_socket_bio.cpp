@@ -41,6 +41,16 @@ BIO* TlsSocketBio::make_bio() {
   return bio;
 }
 
+void TlsSocketBio::begin_batch(std::size_t records, std::size_t bytes) {
+  batch_left_ = std::max<std::size_t>(records, 1);
+  // Room for the batch at once (a record more than is kept, at most), not
+  // regrown and copied again record by record. A record's header and AEAD overhead (5 + 8 + 16 + 1 bytes at
+  // most for GCM and ChaCha20-Poly1305) fit in kOverhead; a suite with more
+  // costs one regrowth.
+  constexpr std::size_t kOverhead = 32;
+  if (records > 1) out_.reserve(out_.size() + bytes + records * kOverhead);
+}
+
 int TlsSocketBio::on_write(BIO* bio, const char* data, int size) {
   auto* self = static_cast<TlsSocketBio*>(BIO_get_data(bio));
   BIO_clear_retry_flags(bio);
@@ -124,10 +134,10 @@ bool TlsSocketBio::flush(boost::system::error_code& ec) {
     }
     out_sent_ += static_cast<std::size_t>(n);
   }
-  out_.clear();
+  // Given back, not kept: an idle connection holds no batch's worth of
+  // memory, and the next batch's buffer comes warm from the allocator.
+  std::vector<char>().swap(out_);
   out_sent_ = 0;
-  // A batch of a few records is the usual case; a rare huge one is not kept.
-  if (out_.capacity() > kKeptCapacity) std::vector<char>().swap(out_);
   return true;
 }
 

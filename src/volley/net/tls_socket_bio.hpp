@@ -33,12 +33,12 @@ class TlsSocketBio {
   // A new BIO on this object (which must outlive it), for SSL_set_bio.
   BIO* make_bio();
 
-  // A batch of `records` records follows: all but the last are kept; the
-  // last (and any write after it, such as a record OpenSSL adds of its own)
-  // is sent at once behind them, and what the socket does not take is kept
-  // for flush(). A count that is off costs a copy or a system call, never
-  // order: kept bytes always go first.
-  void begin_batch(std::size_t records) noexcept { batch_left_ = std::max<std::size_t>(records, 1); }
+  // A batch of `records` records carrying `bytes` of plaintext follows: all
+  // but the last are kept; the last (and any write after it, such as a
+  // record OpenSSL adds of its own) is sent at once behind them, and what the
+  // socket does not take is kept for flush(). A count that is off costs a
+  // copy or a system call, never order: kept bytes always go first.
+  void begin_batch(std::size_t records, std::size_t bytes);
   // Back to direct writes (handshake, alerts, close_notify): sent at once,
   // behind anything kept; a send that would block is retried by OpenSSL.
   void end_batch() noexcept { batch_left_ = 0; }
@@ -62,8 +62,6 @@ class TlsSocketBio {
   static long on_ctrl(BIO* bio, int command, long number, void* pointer);
   // One sendmsg() of what is kept and then `data`; keeps what the socket does not take.
   void send_behind_kept(const char* data, std::size_t size);
-
-  static constexpr std::size_t kKeptCapacity = 1 << 20;
 
   int fd_;
   std::size_t batch_left_ = 0;  // records of the batch still to come (at least 1 in a batch); 0: direct writes
