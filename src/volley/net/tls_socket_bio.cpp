@@ -44,9 +44,9 @@ BIO* TlsSocketBio::make_bio() {
 void TlsSocketBio::begin_batch(std::size_t records, std::size_t bytes) {
   batch_left_ = std::max<std::size_t>(records, 1);
   // Room for the batch at once (a record more than is kept, at most), not
-  // regrown and copied again record by record. A record's header and AEAD overhead (5 + 8 + 16 + 1 bytes at
-  // most for GCM and ChaCha20-Poly1305) fit in kOverhead; a suite with more
-  // costs one regrowth.
+  // regrown and copied again record by record. A record's header and AEAD
+  // overhead (5 + 8 + 16 + 1 bytes at most for GCM and ChaCha20-Poly1305)
+  // fit in kOverhead; a suite with more costs one regrowth.
   constexpr std::size_t kOverhead = 32;
   if (records > 1) out_.reserve(out_.size() + bytes + records * kOverhead);
 }
