@@ -5,6 +5,10 @@
 // pauses and resumes under backpressure while spinning, and that a loop whose
 // connections spin still returns once they have all closed. Each checks the
 // loop's own counts too, so a loop that never spun would fail them.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <array>
 #include <chrono>
 #include <future>
@@ -24,6 +28,7 @@
 #include "raw_client.hpp"
 #include "say_and_close.hpp"
 #include "server_thread.hpp"
+#include "volley/net/edge_read_wait.hpp"  // VOLLEY_HAS_EDGE_READ_WAIT
 #include "volley/net/reactor_membership.hpp"
 #include "volley/net/spin_readers.hpp"
 
@@ -73,6 +78,56 @@ TEST(BusyPoll, MoreConnectionsThanCanSpinAllEchoEveryByteInOrder) {
   const auto& stats = spin_stats(server.workers().loop(0));
   EXPECT_GT(stats.inputs, 0u) << "no connection's input was found by spinning";
   EXPECT_LE(stats.inputs, stats.checks);
+}
+
+// The port `fd` is bound to (local) or connected to (peer), or 0.
+std::uint16_t port_of(int fd, bool peer) {
+  sockaddr_in address{};
+  socklen_t length = sizeof address;
+  const int r = peer ? ::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length)
+                     : ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  return r == 0 && address.sin_family == AF_INET ? ntohs(address.sin_port) : 0;
+}
+
+// Whether the server's end of `client`'s connection (in this process) has
+// TCP_INQ on: -1 when that socket is not found.
+int server_end_counts_input(const RawClient& client, int server_port) {
+  const std::uint16_t client_port = port_of(client.fd(), false);
+  for (int fd = 0; fd < 4096; ++fd) {
+    if (fd == client.fd() || port_of(fd, false) != server_port || port_of(fd, true) != client_port) continue;
+    int on = -1;
+    socklen_t length = sizeof on;
+    return ::getsockopt(fd, IPPROTO_TCP, TCP_INQ, &on, &length) == 0 ? on : -1;
+  }
+  return -1;
+}
+
+// A spinning connection reads with plain receives and waits, past the
+// spinning places, on the reactor: its socket never has the kernel count what
+// each read left (TCP_INQ, the edge wait's), which is work in every receive
+// on a round trip's path. The same server on a loop that sleeps uses the edge
+// wait, which turns the count on: the check can see the difference.
+TEST(BusyPoll, ASpinningConnectionsReceivesCarryNoCountOfWhatTheyLeft) {
+  for (const bool busy : {true, false}) {
+    net::ServerOptions options{.bind = "127.0.0.1", .port = 0, .threads = 1, .busy_poll = busy};
+    options.handle_signals = false;
+    net::Server server(options);
+    server.listen([](std::size_t) { return std::make_unique<ByteEcho>(); });
+    ServerThread running(server);
+    // More than can spin: some wait on the reactor.
+    std::vector<std::unique_ptr<RawClient>> sockets;
+    for (std::size_t i = 0; i <= net::detail::SpinReaders::kMaxConnections; ++i) {
+      sockets.push_back(std::make_unique<RawClient>(server.port()));
+      ASSERT_EQ(round_trips(*sockets.back(), i, 3000, 100), 3000u) << (busy ? "busy " : "sleeping ") << i;
+    }
+#if defined(VOLLEY_HAS_EDGE_READ_WAIT)
+    const int expected = busy ? 0 : 1;
+#else
+    const int expected = 0;
+#endif
+    for (std::size_t i = 0; i < sockets.size(); ++i)
+      EXPECT_EQ(server_end_counts_input(*sockets[i], server.port()), expected) << (busy ? "busy " : "sleeping ") << i;
+  }
 }
 
 // Echoes, and keeps each connection it serves, in the order they opened, so

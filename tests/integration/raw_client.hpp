@@ -36,6 +36,7 @@ class RawClient {
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   }
   ~RawClient() { close(); }
+  int fd() const noexcept { return fd_; }
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;
 

@@ -43,19 +43,23 @@ class ReactorInput final : public ConnectionInput {
   asio::ip::tcp::socket& socket_;
 };
 
-// A busy-polling loop's spinning reads, in front of a wait for the
-// connections that find no place among them. A spinning connection reads
-// with a plain receive: the next turn reads again, so no read needs to know
-// what it left, and the kernel's count (a control message, as the edge wait
-// needs) would cost every message a copy. The overflow wait's reads are its own.
+// A busy-polling loop's spinning reads, in front of the reactor's wait for
+// the connections that find no place among them. Every read is a plain
+// receive: a spinning connection reads again on the next turn, and a waiting
+// one is woken by a wait that also reports input already there, so no read
+// needs to know what it left. The edge wait's count of it (TCP_INQ) is work
+// in every receive, even one without room for the count (about 0.05 us a
+// read here, 0.13 us with the room: bench/micro/tcp_inq_bench.cpp), on the
+// very read a round trip waits for; its saving, one epoll_ctl a wait, is CPU
+// a spinning loop spends on spinning anyway. So these sockets never turn it on.
 // With `plain` (plain TCP: a transport reads the socket itself, and with none
 // the connection's only Asio operations on the socket are its writes that
 // wait, which call use_reactor() first), a spinning socket also leaves the
 // reactor (reactor_membership.hpp) until a wait or a write needs it.
 class SpinInput final : public ConnectionInput {
  public:
-  SpinInput(SpinReaders& spin, asio::ip::tcp::socket& socket, std::unique_ptr<ConnectionInput> overflow, bool plain)
-      : spin_(spin), socket_(socket), overflow_(std::move(overflow)), plain_(plain) {}
+  SpinInput(SpinReaders& spin, asio::ip::tcp::socket& socket, bool plain)
+      : spin_(spin), socket_(socket), overflow_(socket), plain_(plain) {}
 
   Kind kind() const noexcept override { return Kind::spin; }
   void wait(std::shared_ptr<TcpConnection> connection) override {
@@ -63,21 +67,18 @@ class SpinInput final : public ConnectionInput {
     // flight (the read waits are this input's own, and it is not waiting).
     const bool may_leave = plain_ && in_reactor_ && !writing(*connection);
     if (spin_.wait(connection)) {
-      spinning_ = true;
       if (may_leave && leave_reactor(socket_)) {
         in_reactor_ = false;
         spin_.count_reactor_move(true);
       }
       return;
     }
-    // The overflow wait may be the edge wait, right only after a read known to
-    // have left the socket empty; a plain read that brought bytes does not say.
-    // So after one, the connection reads once more first, the overflow's way.
-    const bool known_dry = !plain_ || !spinning_ || read_dry_;
-    spinning_ = false;
-    if (!known_dry) return read_first(std::move(connection), {});
-    if (const boost::system::error_code ec = use_reactor()) return read_first(std::move(connection), ec);
-    overflow_->wait(std::move(connection));
+    if (const boost::system::error_code ec = use_reactor()) {
+      // The wait ends at once, on the loop's next turn: the connection sees `ec`.
+      asio::post(socket_.get_executor(), [connection = std::move(connection), ec] { ready(*connection, ec); });
+      return;
+    }
+    overflow_.wait(std::move(connection));
   }
   boost::system::error_code use_reactor() override {
     if (in_reactor_) return {};
@@ -88,32 +89,21 @@ class SpinInput final : public ConnectionInput {
     return {};
   }
   std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec) override {
-    if (!spinning_) return overflow_->read_some(buffer, ec);
     ssize_t n;
     do {
       n = ::recv(socket_.native_handle(), buffer.data(), buffer.size(), 0);  // the socket is non-blocking
     } while (n < 0 && errno == EINTR);
-    read_dry_ = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
     return receive_result(n, buffer.size(), ec);
   }
-  // Spinning, the next turn looks again: only a full buffer means "read on now".
-  bool left_over() const noexcept override { return !spinning_ && overflow_->left_over(); }
-  bool worth_reading() override { return overflow_->worth_reading(); }
+  // Only a full buffer means "read on now".
+  bool left_over() const noexcept override { return false; }
 
  private:
-  // The wait ends at once, on the loop's next turn: the connection reads
-  // again (or sees `ec`).
-  void read_first(std::shared_ptr<TcpConnection> connection, boost::system::error_code ec) {
-    asio::post(socket_.get_executor(), [connection = std::move(connection), ec] { ready(*connection, ec); });
-  }
-
   SpinReaders& spin_;
   asio::ip::tcp::socket& socket_;
-  std::unique_ptr<ConnectionInput> overflow_;
+  ReactorInput overflow_;
   const bool plain_;
   bool in_reactor_ = true;
-  bool spinning_ = false;  // the last wait was a spinning one: reads are plain receives
-  bool read_dry_ = false;  // the last plain receive found nothing (EAGAIN)
 };
 
 // Bytes read through a transport (TLS, WebSocket), which reads the socket
@@ -194,18 +184,17 @@ std::unique_ptr<ConnectionInput> ConnectionInput::make_for(asio::ip::tcp::socket
     // own, where the edge wait would miss it: the edge is used only after a
     // read the transport knows left the socket dry (make_edge_input turns on
     // TCP_INQ, which lets it know).
-    std::unique_ptr<ConnectionInput> readiness = make_reactor_input(socket);
     if (SpinReaders* const spin = SpinReaders::of(socket.get_executor()))
-      return std::make_unique<TransportInput>(socket, *transport, std::make_unique<SpinInput>(*spin, socket, std::move(readiness), false),
+      return std::make_unique<TransportInput>(socket, *transport, std::make_unique<SpinInput>(*spin, socket, false),
                                               nullptr, spin);
-    return std::make_unique<TransportInput>(socket, *transport, std::move(readiness), make_edge_input(socket), nullptr);
+    return std::make_unique<TransportInput>(socket, *transport, make_reactor_input(socket), make_edge_input(socket),
+                                            nullptr);
   }
   // The ring's completions are the input: nothing to spin on.
   if (auto ring = UringRead::make_for(socket)) return ring;
-  std::unique_ptr<ConnectionInput> readiness = make_readiness_input(socket);
   if (SpinReaders* const spin = SpinReaders::of(socket.get_executor()))
-    return std::make_unique<SpinInput>(*spin, socket, std::move(readiness), true);
-  return readiness;
+    return std::make_unique<SpinInput>(*spin, socket, true);
+  return make_readiness_input(socket);
 }
 
 const char* to_string(ConnectionInput::Kind kind) noexcept {

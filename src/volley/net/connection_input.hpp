@@ -8,7 +8,7 @@
 //   re-arming epoll_ctl per wait (edge_read_wait.hpp; a loop one thread
 //   runs, plain TCP).
 // - spin: a busy-polling loop reads the socket itself on every turn
-//   (spin_readers.hpp); past its few places, the edge or reactor wait.
+//   (spin_readers.hpp); past its few places, the reactor wait.
 // - io_uring: a multishot receive in the loop's ring, into the loop's
 //   buffers (uring_receive.hpp; loops given a UringReceiver, plain TCP).
 // The connection's read loop is the same for all four: wait(), then ready()
