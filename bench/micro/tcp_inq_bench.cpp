@@ -7,9 +7,9 @@
 // that a round trip waits for. Measured here: one 32-byte message sent on a
 // loopback TCP connection, then received with recvmsg, the receive alone
 // timed, with the count (TCP_INQ on, a control buffer) and without (off, none),
-// and with TCP_INQ on but no room for the count (a busy-polling connection's
-// plain recv on a socket the edge wait set up).
-// BENCHMARKS.md ("The connection core's locks and counts") has the figures.
+// and with TCP_INQ on but no room for the count (what a busy-polling
+// connection's plain recv paid while its socket kept the edge wait's setting).
+// BENCHMARKS.md ("A spinning socket without the kernel's count") has the figures.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
