@@ -10,6 +10,7 @@
 
 #include "bytes.hpp"
 #include "volley/net/websocket_handshake.hpp"
+#include "volley/net/websocket_output.hpp"
 
 using namespace volley::wire::websocket;
 using volley::test::from_hex;
@@ -355,4 +356,80 @@ TEST(WebSocketHandshake, BadRequestsGetTheirStatusAndError) {
                                                                          key + "\r\n"),
                                       "")
                    .error);
+}
+
+std::vector<std::byte> written(volley::net::detail::WebSocketOutput& output) {
+  const auto pending = output.pending();
+  std::vector<std::byte> bytes(pending.begin(), pending.end());
+  output.sent(pending.size());
+  return bytes;
+}
+
+TEST(WebSocketOutput, AStreamGoesAsMessagesOfAtMostTheLimitAndDecodesBackByteForByte) {
+  using volley::net::detail::WebSocketOutput;
+  constexpr std::size_t kLimit = WebSocketOutput::kMaxStreamMessage;
+  std::string first(kLimit + 10, 'a'), second(kLimit, 'b');  // one gather list, two pieces
+  for (std::size_t i = 0; i < first.size(); ++i) first[i] = static_cast<char>('a' + i % 26);
+  const std::array<boost::asio::const_buffer, 2> buffers{boost::asio::buffer(first), boost::asio::buffer(second)};
+  for (const bool client : {true, false}) {
+    WebSocketOutput output(client);
+    output.append_stream(buffers, first.size() + second.size());
+    const auto bytes = written(output);
+    EXPECT_TRUE(output.pending().empty());
+    Receiver r(/*masked_input=*/client, 4 * kLimit);
+    r.report_message_ends(true);
+    std::vector<std::byte> out(first.size() + second.size());
+    std::vector<std::uint64_t> sizes;
+    std::size_t produced = 0;
+    std::span<const std::byte> in(bytes);
+    while (!in.empty()) {
+      const auto result = r.decode(in, std::span(out).subspan(produced));
+      in = in.subspan(result.consumed);
+      produced += result.produced;
+      if (result.event == Receiver::Event::message_end) sizes.push_back(r.last_message_size());
+      ASSERT_NE(result.event, Receiver::Event::error) << r.error().message();
+      if (result.consumed == 0 && result.produced == 0 && result.event == Receiver::Event::none) break;
+    }
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.data()), produced), first + second) << client;
+    EXPECT_EQ(sizes, (std::vector<std::uint64_t>{kLimit, kLimit, 10})) << client;
+    // A client's frames carry a mask (the second header byte's top bit), a server's none.
+    EXPECT_EQ(std::to_integer<unsigned>(bytes[1]) >> 7, client ? 1u : 0u);
+  }
+}
+
+TEST(WebSocketOutput, AClientMasksEachFrameWithAKeyOfItsOwn) {
+  volley::net::detail::WebSocketOutput output(true);
+  const std::string payload(16, 'x');
+  output.append_binary(reinterpret_cast<const std::byte*>(payload.data()), payload.size());
+  output.append_binary(reinterpret_cast<const std::byte*>(payload.data()), payload.size());
+  const auto bytes = written(output);
+  ASSERT_EQ(bytes.size(), 2 * (2 + 4 + payload.size()));
+  const std::span<const std::byte> key1(bytes.data() + 2, 4), key2(bytes.data() + 2 + 4 + 16 + 2, 4);
+  EXPECT_FALSE(std::equal(key1.begin(), key1.end(), key2.begin()));
+  const Decoded d = decode(bytes, /*masked_input=*/true);
+  EXPECT_EQ(d.data, payload + payload);
+  EXPECT_FALSE(d.error);
+}
+
+TEST(WebSocketOutput, WhatTheSocketTookLeavesTheRestPendingInOrder) {
+  volley::net::detail::WebSocketOutput output(false);
+  output.append_raw(std::as_bytes(std::span(std::string_view("HTTP/1.1 101 Switching Protocols\r\n\r\n"))));
+  output.append_control(Opcode::ping, std::as_bytes(std::span(std::string_view("hi"))));
+  const auto all = std::vector<std::byte>(output.pending().begin(), output.pending().end());
+  output.sent(5);  // the socket took five bytes
+  ASSERT_EQ(output.pending().size(), all.size() - 5);
+  EXPECT_TRUE(std::equal(output.pending().begin(), output.pending().end(), all.begin() + 5));
+  output.append_close(close_code::going_away, std::string(200, 'r'));  // queued behind, whole
+  const auto rest = written(output);
+  EXPECT_TRUE(output.pending().empty());
+  const std::size_t head = std::string_view("HTTP/1.1 101 Switching Protocols\r\n\r\n").size();
+  const Decoded d = decode(std::vector<std::byte>(all.begin() + static_cast<std::ptrdiff_t>(head), all.end()) +
+                               std::vector<std::byte>(rest.begin() + static_cast<std::ptrdiff_t>(all.size() - 5), rest.end()),
+                           /*masked_input=*/false);
+  ASSERT_EQ(d.events.size(), 2u);
+  EXPECT_EQ(d.events[0], Receiver::Event::ping);
+  EXPECT_EQ(d.controls[0], "hi");
+  EXPECT_EQ(d.events[1], Receiver::Event::close);
+  // The reason is cut to what a control frame holds: 125 bytes, the code's two first.
+  EXPECT_EQ(d.controls[1].size(), kMaxControlPayload);
 }

@@ -1,11 +1,8 @@
 // The WebSocket transport: the upgrade as its handshake, then frames both
-// ways through the layer below (the socket, or TLS for wss). Frames go out of
-// a buffer of its own (a client's payload must be masked, so it is copied
-// anyway), whole frames only, so a pong or a close can always follow what is
-// already there.
+// ways through the layer below (the socket, or TLS for wss). Frames come in
+// through wire::websocket::Receiver and go out of a WebSocketOutput.
 #include <volley/net/websocket.hpp>
 
-#include <openssl/rand.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -23,6 +20,7 @@
 #include <volley/wire/websocket.hpp>
 
 #include "websocket_handshake.hpp"
+#include "websocket_output.hpp"
 
 namespace volley::net {
 namespace {
@@ -79,8 +77,6 @@ class SocketLayer final : public StreamTransport {
 class WebSocketTransport final : public StreamTransport {
  public:
   static constexpr std::size_t kInputBuffer = 64 * 1024;
-  // Without message boundaries, a write is sent as messages of at most this.
-  static constexpr std::size_t kMaxStreamMessage = 1 << 20;
   // Answers to pings (pongs) waiting for room on the socket: past this, reading
   // stops until they have gone. A peer that pings and never reads would
   // otherwise grow them without bound, beside the connection's own output
@@ -93,13 +89,10 @@ class WebSocketTransport final : public StreamTransport {
         lower_(tls ? std::move(tls) : std::make_unique<SocketLayer>()),
         over_tls_(dynamic_cast<SocketLayer*>(lower_.get()) == nullptr),
         receiver_(role == WebSocketRole::server, options_.max_message_size),
-        in_(kInputBuffer) {
+        in_(kInputBuffer),
+        output_(role == WebSocketRole::client) {
     receiver_.report_message_ends(options_.mirror_incoming_messages);
-    if (role_ == WebSocketRole::client) {
-      key_ = detail::make_client_key();
-      if (RAND_bytes(reinterpret_cast<unsigned char*>(&mask_state_), sizeof mask_state_) != 1 || mask_state_ == 0)
-        mask_state_ = 0x9E3779B97F4A7C15ull;
-    }
+    if (role_ == WebSocketRole::client) key_ = detail::make_client_key();
   }
 
   void attach(int fd) override { lower_->attach(fd); }
@@ -112,7 +105,7 @@ class WebSocketTransport final : public StreamTransport {
       phase_ = Phase::head;
       if (role_ == WebSocketRole::client) {
         const std::string request = detail::make_upgrade_request(options_.host, options_.target, key_);
-        append_out(std::as_bytes(std::span(request)));
+        output_.append_raw(std::as_bytes(std::span(request)));
       }
     }
     // A client's request (or a server's answer) goes out before anything else.
@@ -146,7 +139,7 @@ class WebSocketTransport final : public StreamTransport {
     detail::UpgradeAnswer answer = detail::answer_upgrade(text, options_.accept_target);
     if (answer.error) return refuse(std::move(answer), ec);
     phase_ = Phase::open;
-    append_out(std::as_bytes(std::span(answer.response)));
+    output_.append_raw(std::as_bytes(std::span(answer.response)));
     if (!flush_out(ec)) return ec ? Wait::none : blocked_;
     return Wait::none;
   }
@@ -166,7 +159,7 @@ class WebSocketTransport final : public StreamTransport {
     stopped_full_ = false;
     yielded_ = false;
     std::size_t taken = 0;  // wire bytes read from the layer below in this turn
-    // Answers to pings wait in out_ when the socket was full: they go first.
+    // Answers to pings wait in the output when the socket was full: they go first.
     if (pending_out() > 0) {
       boost::system::error_code ignored;
       flush_out(ignored);
@@ -255,12 +248,7 @@ class WebSocketTransport final : public StreamTransport {
     } else if (options_.message_size) {
       frame_by_boundaries(buffers);
     } else {
-      GatherCursor from(buffers);
-      for (std::size_t left = total; left > 0;) {
-        const std::size_t n = std::min(left, kMaxStreamMessage);
-        append_frame(ws::Opcode::binary, n, [&](std::byte* to, const std::array<std::byte, 4>* mask) { from.copy(to, n, mask); });
-        left -= n;
-      }
+      output_.append_stream(buffers, total);
     }
     boost::system::error_code send_error;
     if (!flush_out(send_error) && send_error) ec = send_error;  // taken, but the connection is broken
@@ -301,7 +289,7 @@ class WebSocketTransport final : public StreamTransport {
 
   bool send_keepalive() override {
     if (phase_ != Phase::open || close_sent_ || in_band_end_ != End::none) return true;  // nothing may follow: none needed
-    append_control(ws::Opcode::ping, {});
+    output_.append_control(ws::Opcode::ping, {});
     boost::system::error_code ignored;
     flush_out(ignored);  // what the socket does not take goes with the next read or write
     return true;
@@ -317,95 +305,21 @@ class WebSocketTransport final : public StreamTransport {
  private:
   enum class Phase { lower, head, open };
 
-  // Reads a gather list front to back.
-  class GatherCursor {
-   public:
-    explicit GatherCursor(std::span<const asio::const_buffer> buffers) : buffers_(buffers) {}
-    void copy(std::byte* to, std::size_t n, const std::array<std::byte, 4>* mask) {
-      std::size_t phase = 0;
-      while (n > 0) {
-        const asio::const_buffer& b = buffers_[index_];
-        const std::size_t take = std::min(n, b.size() - offset_);
-        const auto* from = static_cast<const std::byte*>(b.data()) + offset_;
-        if (mask != nullptr) {
-          ws::mask_copy(from, to, take, *mask, phase);
-        } else {
-          std::memcpy(to, from, take);
-        }
-        to += take;
-        phase += take;
-        n -= take;
-        offset_ += take;
-        if (offset_ == b.size()) {
-          ++index_;
-          offset_ = 0;
-        }
-      }
-    }
-
-   private:
-    std::span<const asio::const_buffer> buffers_;
-    std::size_t index_ = 0;
-    std::size_t offset_ = 0;
-  };
-
   std::span<const std::byte> input() const noexcept { return {in_.data() + in_begin_, in_end_ - in_begin_}; }
-  std::size_t pending_out() const noexcept { return out_.size() - out_sent_; }
+  std::size_t pending_out() const noexcept { return output_.pending().size(); }
 
   Wait refuse(detail::UpgradeAnswer answer, boost::system::error_code& ec) {
     refusal_ = answer.error;
-    append_out(std::as_bytes(std::span(answer.response)));
+    output_.append_raw(std::as_bytes(std::span(answer.response)));
     boost::system::error_code ignored;
     flush_out(ignored);  // best effort: the connection closes next
     ec = answer.error;
     return Wait::none;
   }
 
-  void append_out(std::span<const std::byte> bytes) { out_.insert(out_.end(), bytes.begin(), bytes.end()); }
-
-  std::array<std::byte, 4> next_mask() noexcept {
-    // xorshift64*: unpredictable enough for masking, whose point is that a
-    // script cannot choose the bytes on the wire (RFC 6455, 10.3).
-    mask_state_ ^= mask_state_ >> 12;
-    mask_state_ ^= mask_state_ << 25;
-    mask_state_ ^= mask_state_ >> 27;
-    const std::uint64_t v = mask_state_ * 0x2545F4914F6CDD1Dull;
-    std::array<std::byte, 4> key{};
-    std::memcpy(key.data(), &v, 4);
-    return key;
-  }
-
-  // Appends one whole frame; `fill(to, mask)` writes its payload.
-  template <class Fill>
-  void append_frame(ws::Opcode opcode, std::size_t length, Fill&& fill) {
-    const std::size_t at = out_.size();
-    out_.resize(at + ws::kMaxHeaderSize + length);
-    std::optional<std::array<std::byte, 4>> mask;
-    if (role_ == WebSocketRole::client) mask = next_mask();
-    const std::size_t header = ws::encode_header(out_.data() + at, true, opcode, length, mask ? &*mask : nullptr);
-    fill(out_.data() + at + header, mask ? &*mask : nullptr);
-    out_.resize(at + header + length);
-  }
-
-  void append_control(ws::Opcode opcode, std::span<const std::byte> payload) {
-    append_frame(opcode, payload.size(), [&](std::byte* to, const std::array<std::byte, 4>* mask) {
-      if (payload.empty()) return;
-      if (mask != nullptr) {
-        ws::mask_copy(payload.data(), to, payload.size(), *mask, 0);
-      } else {
-        std::memcpy(to, payload.data(), payload.size());
-      }
-    });
-  }
-
   void send_close(std::uint16_t code, std::string_view reason = {}) {
     close_sent_ = true;
-    if (code == ws::close_code::no_status) return append_control(ws::Opcode::close, {});
-    std::array<std::byte, ws::kMaxControlPayload> payload{std::byte{static_cast<unsigned char>(code >> 8)},
-                                                          std::byte{static_cast<unsigned char>(code)}};
-    const std::size_t n = std::min(reason.size(), payload.size() - 2);
-    if (n > 0) std::memcpy(payload.data() + 2, reason.data(), n);  // an empty view's data() may be null
-    append_control(ws::Opcode::close, std::span(payload).first(2 + n));
+    output_.append_close(code, reason);
   }
 
   // "idle timeout: no byte either way for 30000 ms", cut to what a close
@@ -429,27 +343,17 @@ class WebSocketTransport final : public StreamTransport {
     }
     std::size_t at = 0;
     while (!received_sizes_.empty() && received_sizes_.front() <= pending_.size() - at) {
-      append_binary(pending_.data() + at, static_cast<std::size_t>(received_sizes_.front()));
+      output_.append_binary(pending_.data() + at, static_cast<std::size_t>(received_sizes_.front()));
       at += static_cast<std::size_t>(received_sizes_.front());
       received_sizes_.pop_front();
     }
     // Bytes of a message still arriving wait for its end; bytes beyond every
     // message received (a server that says something of its own) go as one.
     if (received_sizes_.empty() && !receiver_.in_message() && at < pending_.size()) {
-      append_binary(pending_.data() + at, pending_.size() - at);
+      output_.append_binary(pending_.data() + at, pending_.size() - at);
       at = pending_.size();
     }
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(at));
-  }
-
-  void append_binary(const std::byte* from, std::size_t n) {
-    append_frame(ws::Opcode::binary, n, [&](std::byte* to, const std::array<std::byte, 4>* mask) {
-      if (mask != nullptr) {
-        ws::mask_copy(from, to, n, *mask, 0);
-      } else if (n > 0) {
-        std::memcpy(to, from, n);
-      }
-    });
   }
 
   // One message per protocol frame: the caller's bytes wait in pending_ until
@@ -464,7 +368,7 @@ class WebSocketTransport final : public StreamTransport {
       const std::span<const std::byte> rest(pending_.data() + at, pending_.size() - at);
       const std::size_t n = options_.message_size(rest);
       if (n == 0 || n > rest.size()) break;
-      append_binary(rest.data(), n);
+      output_.append_binary(rest.data(), n);
       at += n;
     }
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(at));
@@ -476,7 +380,7 @@ class WebSocketTransport final : public StreamTransport {
         if (!control_frame_allowed()) {
           fail(ws::Errc::control_flood);
         } else if (!close_sent_) {
-          append_control(ws::Opcode::pong, receiver_.control_payload());
+          output_.append_control(ws::Opcode::pong, receiver_.control_payload());
         }
         break;
       case ws::Receiver::Event::pong:  // an answer to our ping, or unsolicited (a heartbeat): either way, at a rate
@@ -561,11 +465,11 @@ class WebSocketTransport final : public StreamTransport {
     }
   }
 
-  // Sends out_ (and what the layer below still holds): true when all is gone;
+  // Sends the output (and what the layer below still holds): true when all is gone;
   // false with `ec` clear when the socket is full (blocked_ says what to wait for).
   bool flush_out(boost::system::error_code& ec) {
     while (pending_out() > 0) {
-      const asio::const_buffer rest(out_.data() + out_sent_, pending_out());
+      const asio::const_buffer rest(output_.pending().data(), output_.pending().size());
       const std::size_t n = lower_->write_some(std::span(&rest, 1), ec);
       if (ec == asio::error::would_block || ec == asio::error::try_again) {
         ec = {};
@@ -573,10 +477,8 @@ class WebSocketTransport final : public StreamTransport {
         return false;
       }
       if (ec) return false;
-      out_sent_ += n;
+      output_.sent(n);
     }
-    out_.clear();
-    out_sent_ = 0;
     if (lower_->has_buffered_output()) {
       lower_->write_some({}, ec);
       if (ec == asio::error::would_block || ec == asio::error::try_again) ec = {};
@@ -596,11 +498,9 @@ class WebSocketTransport final : public StreamTransport {
   ws::Receiver receiver_;
   Phase phase_ = Phase::lower;
   std::string key_;  // a client's Sec-WebSocket-Key
-  std::uint64_t mask_state_ = 0;
   std::vector<std::byte> in_;
   std::size_t in_begin_ = 0, in_end_ = 0;
-  std::vector<std::byte> out_;
-  std::size_t out_sent_ = 0;
+  detail::WebSocketOutput output_;
   std::vector<std::byte> pending_;
   Wait blocked_ = Wait::none;
   bool stopped_full_ = false;
