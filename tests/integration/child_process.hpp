@@ -60,6 +60,13 @@ inline constexpr bool kSanitizerBuild = true;
 #else
 inline constexpr bool kSanitizerBuild = false;
 #endif
+// Either sanitizer's runtime (ASan+UBSan or ThreadSanitizer) slows the
+// programs under test: where a test bounds a time, these builds get more.
+#if defined(VOLLEY_SANITIZER_BUILD) || defined(VOLLEY_TSAN_BUILD)
+inline constexpr bool kSlowedBySanitizer = true;
+#else
+inline constexpr bool kSlowedBySanitizer = false;
+#endif
 inline constexpr const char* kDescriptorStarvationUnderSanitizers =
     "skipped under sanitizers: their runtime needs descriptors of its own (see child_process.hpp)";
 // The port a server program wrote to its --port-file: polled for up to 10 s

@@ -387,7 +387,10 @@ Clock::duration longest_round_trip_under(const Flood& flood, const Subject& s, i
 // The stall is judged by the best of up to three attacks: one the code causes
 // shows in each (before the fix every attack stalled 192 ms or more), while a
 // 2-CPU machine busy with other tests now and then deschedules the server for
-// a while whatever it runs (143 ms, once, in a loaded run).
+// a while whatever it runs (143 ms, once, in a loaded run). Under the
+// sanitizers every turn takes longer and the machine's scheduling decides
+// more: with ThreadSanitizer and both CPUs kept busy the best of three was
+// 102-118 ms for the sparse payload (2026-11-29), so there the bound is 300 ms.
 TEST_P(FloodedOverWebSocket, AGoodClientOnTheSameLoopIsNotStalled) {
   const Flood& flood = GetParam().abuse;
   Subject s = over_websocket(subject(GetParam().subject, Link::tcp));
@@ -402,7 +405,8 @@ TEST_P(FloodedOverWebSocket, AGoodClientOnTheSameLoopIsNotStalled) {
 
   std::vector<long> stalls_ms;
   Clock::duration best = Clock::duration::max();
-  for (int attack = 0; attack < 3 && best > 100ms && !HasFailure(); ++attack) {
+  const Clock::duration bound = kSlowedBySanitizer ? 300ms : 100ms;
+  for (int attack = 0; attack < 3 && best > bound && !HasFailure(); ++attack) {
     const Clock::duration longest = longest_round_trip_under(flood, s, server.port(), good);
     best = std::min(best, longest);
     stalls_ms.push_back(static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(longest).count()));
@@ -412,7 +416,7 @@ TEST_P(FloodedOverWebSocket, AGoodClientOnTheSameLoopIsNotStalled) {
   std::string stalls;
   for (const long ms : stalls_ms) stalls += std::to_string(ms) + " ms ";
   ::testing::Test::RecordProperty("longest_round_trips", stalls);
-  EXPECT_LE(best, 100ms) << s.name << ": the good client stalled in every attack: " << stalls;
+  EXPECT_LE(best, bound) << s.name << ": the good client stalled in every attack: " << stalls;
   const boost::json::object report = server.stop();
   EXPECT_EQ(u64(report.at("websocket_floods")), flood.closed_as_flood ? stalls_ms.size() : 0u)
       << boost::json::serialize(report);
