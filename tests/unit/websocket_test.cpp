@@ -11,10 +11,14 @@
 #include "bytes.hpp"
 #include "volley/net/websocket_handshake.hpp"
 #include "volley/net/websocket_output.hpp"
+#include "websocket_frames.hpp"
 
 using namespace volley::wire::websocket;
+using volley::test::frame;
 using volley::test::from_hex;
 using volley::test::hex;
+using volley::test::kKey;
+using volley::test::operator+;
 
 namespace {
 
@@ -56,26 +60,6 @@ Decoded decode(const std::vector<std::byte>& stream, bool masked_input, std::siz
   }
   return d;
 }
-
-std::vector<std::byte> frame(bool fin, Opcode op, const std::string& payload, const std::array<std::byte, 4>* mask) {
-  std::vector<std::byte> out(kMaxHeaderSize + payload.size());
-  const std::size_t h = encode_header(out.data(), fin, op, payload.size(), mask);
-  const auto* p = reinterpret_cast<const std::byte*>(payload.data());
-  if (mask != nullptr) {
-    mask_copy(p, out.data() + h, payload.size(), *mask, 0);
-  } else {
-    std::copy(p, p + payload.size(), out.data() + h);
-  }
-  out.resize(h + payload.size());
-  return out;
-}
-
-std::vector<std::byte> operator+(std::vector<std::byte> a, const std::vector<std::byte>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-const std::array<std::byte, 4> kKey{std::byte{0x37}, std::byte{0xfa}, std::byte{0x21}, std::byte{0x3d}};
 
 }  // namespace
 
