@@ -156,8 +156,7 @@ class WebSocketTransport final : public StreamTransport {
       return 0;
     }
     if (in_band_end_ != End::none) return drain(ec);
-    stopped_full_ = false;
-    yielded_ = false;
+    input_left_ = false;
     std::size_t taken = 0;  // wire bytes read from the layer below in this turn
     // Answers to pings wait in the output when the socket was full: they go first.
     if (pending_out() > 0) {
@@ -172,7 +171,7 @@ class WebSocketTransport final : public StreamTransport {
         if (!flush_out(ignored)) {
           // The peer is not reading its pongs: no more input until they leave
           // (blocked_ says what to wait for; what is in in_ is kept for then).
-          stopped_full_ = produced > 0 && in_begin_ < in_end_;
+          input_left_ = produced > 0 && in_begin_ < in_end_;
           break;
         }
       }
@@ -185,7 +184,7 @@ class WebSocketTransport final : public StreamTransport {
           continue;
         }
         if (produced == buffer.size()) {
-          stopped_full_ = in_begin_ < in_end_;
+          input_left_ = in_begin_ < in_end_;
           break;
         }
       }
@@ -193,7 +192,7 @@ class WebSocketTransport final : public StreamTransport {
       if (taken >= kMaxReadTurn) {
         // A peer whose frames yield little (empty fragments, pings) must not
         // hold the loop for as long as it keeps sending: the turn ends here.
-        yielded_ = true;
+        input_left_ = true;
         break;
       }
       // Keep a partial frame, make room behind it.
@@ -221,7 +220,7 @@ class WebSocketTransport final : public StreamTransport {
     }
     if (produced > 0) return produced;
     if (end_ || signal_) return read_some(buffer, ec);
-    if (yielded_) {
+    if (input_left_) {  // (only a yield leaves input with nothing produced)
       blocked_ = Wait::none;  // with has_buffered_input(): called again after the loop's other work
       ec = asio::error::would_block;
       return 0;
@@ -257,7 +256,7 @@ class WebSocketTransport final : public StreamTransport {
 
   Wait blocked_on() const override { return blocked_; }
   bool has_buffered_input() const override {
-    return end_.has_value() || signal_.has_value() || stopped_full_ || yielded_ || lower_->has_buffered_input();
+    return end_.has_value() || signal_.has_value() || input_left_ || lower_->has_buffered_input();
   }
   End ended_in_band() const override { return in_band_end_; }
   bool has_buffered_output() const override { return pending_out() > 0 || lower_->has_buffered_output(); }
@@ -440,7 +439,7 @@ class WebSocketTransport final : public StreamTransport {
       boost::system::error_code ignored;
       flush_out(ignored);
     }
-    yielded_ = false;
+    input_left_ = false;
     for (std::size_t taken = 0;;) {
       const std::size_t n = lower_->read_some(in_, ec);
       if (ec == asio::error::would_block || ec == asio::error::try_again) {
@@ -457,7 +456,7 @@ class WebSocketTransport final : public StreamTransport {
         return 0;
       }
       if ((taken += n) >= kMaxReadTurn) {  // a peer that floods after the end does not hold the loop either
-        yielded_ = true;
+        input_left_ = true;
         blocked_ = Wait::none;
         return 0;
       }
@@ -503,8 +502,9 @@ class WebSocketTransport final : public StreamTransport {
   detail::WebSocketOutput output_;
   std::vector<std::byte> pending_;
   Wait blocked_ = Wait::none;
-  bool stopped_full_ = false;
-  bool yielded_ = false;  // the last read ended its turn with input left (kMaxReadTurn)
+  // The last read turn ended with input still to decode or read (the caller's
+  // buffer filled, answers waiting for room, or kMaxReadTurn): the loop comes back.
+  bool input_left_ = false;
   bool close_sent_ = false;
   std::chrono::steady_clock::time_point control_window_start_{};
   std::uint32_t control_frames_in_window_ = 0;
