@@ -5,7 +5,10 @@ sockets, samples interleaved, processes pinned:
   (checked frames, blocking or busy-polling), then each build's pingpong-server and
   pingpong; blocking and --busy-poll, p50. Then the NEW build's pingpong-server
   with raw_pingpong's client (rtt_*_new_rawclient): the server's part alone,
-  the client the same as the raw row's.
+  the client the same as the raw row's. And raw_pingpong sleeping in
+  epoll_wait before each read, as an event loop does, on the server's side
+  (rtt_block_rawepollserver) and on both (rtt_block_rawepoll): the least any
+  event-driven server, and pair, pays over the blocking one.
 - echo: pipelined 32-byte echo (1 and 100 clients): the server's CPU time
   (user + system, from wait4 after SIGTERM) per message echoed, for
   raw_echo_server and each build's echo-server (1 thread); the client is
@@ -94,16 +97,17 @@ def start_raw(argv_of_port, first_port):
     sys.exit(f"core_cost: no raw server would listen on ports {first_port}-{first_port + 49}")
 
 
-def raw_client(busy, port):
-    prefix = "busy-checked-" if busy else "checked-"
+def raw_client(busy, port, epoll=False):
+    prefix = "busy-checked-" if busy else "epoll-checked-" if epoll else "checked-"
     return run([f"{NEW}/raw_pingpong", prefix + "client", str(port), "1.5", "37", "37"], CCPU)["p50_us"]
 
 
-def raw_rtt(busy, port):
+def raw_rtt(busy, port, epoll_server=False, epoll_client=False):
     # Checked frames either way: the XOR of the payload on both sides, the same work as Volley's.
-    prefix = "busy-checked-" if busy else "checked-"
+    # epoll_*: that side sleeps in epoll_wait before each read, as any event loop does.
+    prefix = "busy-checked-" if busy else "epoll-checked-" if epoll_server else "checked-"
     s, port = start_raw(lambda at: [f"{NEW}/raw_pingpong", prefix + "server", str(at), "37", "37"], port)
-    p50 = raw_client(busy, port)
+    p50 = raw_client(busy, port, epoll_client)
     s.wait(timeout=30)
     return p50
 
@@ -151,6 +155,11 @@ for rnd in range(ROUNDS):
             add(f"rtt_{tag}_old", rtt("old", busy))
             add(f"rtt_{tag}_new", rtt("new", busy))
             add(f"rtt_{tag}_new_rawclient", rawclient_rtt(busy))
+            if not busy:  # what sleeping in epoll costs with no library: one side, both sides
+                port += 1
+                add("rtt_block_rawepollserver", raw_rtt(False, port, epoll_server=True))
+                port += 1
+                add("rtt_block_rawepoll", raw_rtt(False, port, epoll_server=True, epoll_client=True))
     if "echo" in WHAT:
         for clients in (1, 100):
             for build in ("raw", "old", "new"):

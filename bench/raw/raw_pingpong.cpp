@@ -10,11 +10,12 @@
 // checked-client send checked frames and do the protocol's work the way a
 // hand-written program would: the sender computes the XOR of the payload into
 // the header, the receiver verifies it (a mismatch ends the run with an error).
-// epoll-server is the least an event loop does: a non-blocking socket
-// registered edge-triggered with epoll, and before each message a sleep in
-// epoll_wait, then the read and the write (three system calls per message, as
-// against the blocking server's two). It shows what sleeping in epoll rather
-// than in recv costs, whatever a library does on top.
+// The epoll- modes (epoll-server, epoll-checked-client, ..) are the least an
+// event loop does: a non-blocking socket registered edge-triggered with epoll,
+// and before each message awaited a sleep in epoll_wait, then the read (and
+// the write): three system calls per message on each side, as against the
+// blocking programs' two. They show what sleeping in epoll rather than in recv
+// costs, whatever a library does on top.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -46,7 +47,7 @@ struct Sizes {
 };
 
 bool busy = false;     // spin on EAGAIN (the socket is non-blocking)
-int epoll_fd = -1;     // epoll-server: sleep in epoll_wait before each read (the socket is non-blocking)
+int epoll_fd = -1;     // epoll-: sleep in epoll_wait before each message read (the socket is non-blocking)
 bool checked = false;  // frames are checked frames: XOR computed on send, verified on receive
 
 std::uint8_t xor_of(const char* p, std::size_t n) {
@@ -104,7 +105,13 @@ bool write_exact(int fd, const char* p, std::size_t n) {
 void no_delay(int fd) {
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (busy) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  if (busy || epoll_fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  if (epoll_fd >= 0) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLET;
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+  }
 }
 
 using bench::loopback;
@@ -120,13 +127,6 @@ int server(int port, Sizes sizes) {
   }
   const int fd = ::accept(listener, nullptr, nullptr);
   no_delay(fd);
-  if (epoll_fd >= 0) {
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLET;
-    ev.data.fd = fd;
-    ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev);
-  }
   std::vector<char> in(sizes.ping), out(sizes.pong);
   for (;;) {
     // One message at a time: the last read drained the socket, so the next
@@ -171,7 +171,9 @@ int client(int port, double seconds, Sizes sizes) {
   while (std::chrono::steady_clock::now() < end) {
     const auto t0 = std::chrono::steady_clock::now();
     if (checked) seal(out);
-    if (!write_exact(fd, out.data(), out.size()) || !read_exact(fd, in.data(), in.size())) return 1;
+    if (!write_exact(fd, out.data(), out.size())) return 1;
+    if (epoll_fd >= 0) wait_readable();  // the answer takes a while: sleep for it, not for an EAGAIN
+    if (!read_exact(fd, in.data(), in.size())) return 1;
     if (checked && !intact(in)) {
       std::fprintf(stderr, "raw_pingpong: bad checksum\n");
       return 1;
@@ -195,9 +197,9 @@ int main(int argc, char** argv) {
   if (mode.rfind("busy-", 0) == 0) {
     busy = true;
     mode = mode.substr(5);
-  } else if (mode == "epoll-server") {
+  } else if (mode.rfind("epoll-", 0) == 0) {
     epoll_fd = ::epoll_create1(0);
-    mode = "server";
+    mode = mode.substr(6);
   }
   if (mode.rfind("checked-", 0) == 0) {
     checked = true;
@@ -213,6 +215,6 @@ int main(int argc, char** argv) {
   if (mode == "server" && (argc == 3 || (argc == 5 && sizes_at(3)))) return server(std::atoi(argv[2]), sizes);
   if (mode == "client" && (argc == 4 || (argc == 6 && sizes_at(4))))
     return client(std::atoi(argv[2]), std::atof(argv[3]), sizes);
-  std::fprintf(stderr, "usage: raw_pingpong [busy-][checked-]server PORT [PING PONG] | epoll-server PORT [PING PONG] | [busy-][checked-]client PORT SECONDS [PING PONG]\n");
+  std::fprintf(stderr, "usage: raw_pingpong [busy-|epoll-][checked-]server PORT [PING PONG] | [busy-|epoll-][checked-]client PORT SECONDS [PING PONG]\n");
   return 2;
 }
