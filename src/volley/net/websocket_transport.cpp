@@ -150,17 +150,17 @@ class WebSocketTransport final : public StreamTransport {
   }
 
   std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec) override {
-    if (end_) {
-      ec = *end_;
+    if (input_ == Input::ended) {
+      ec = input_error_;
       return 0;
     }
     blocked_ = Wait::none;
-    if (signal_) {  // the in-band end, said once; after it, the socket is only drained
-      ec = *signal_;
-      signal_.reset();
+    if (input_ == Input::ending) {  // the in-band end, said once; after it, the socket is only drained
+      ec = input_error_;
+      input_ = Input::draining;
       return 0;
     }
-    if (in_band_end_ != End::none) return drain(ec);
+    if (input_ == Input::draining) return drain(ec);
     input_left_ = false;
     std::size_t taken = 0;  // wire bytes read from the layer below in this turn
     // Answers to pings wait in the output when the socket was full: they go first.
@@ -170,7 +170,7 @@ class WebSocketTransport final : public StreamTransport {
     }
     std::size_t produced = 0;
     bool drained = false;
-    while (!end_ && !signal_) {
+    while (input_ == Input::reading) {
       if (pending_out() > kMaxWaitingAnswers) {
         boost::system::error_code ignored;
         if (!flush_out(ignored)) {
@@ -216,7 +216,7 @@ class WebSocketTransport final : public StreamTransport {
         break;
       }
       if (read_error) {
-        end_ = read_error;  // an end without a close frame is still an end (1006)
+        end_input(Input::ended, read_error);  // an end without a close frame is still an end (1006)
         break;
       }
       in_end_ += n;
@@ -224,7 +224,7 @@ class WebSocketTransport final : public StreamTransport {
       drained = n < room;
     }
     if (produced > 0) return produced;
-    if (end_ || signal_) return read_some(buffer, ec);
+    if (input_ != Input::reading) return read_some(buffer, ec);
     if (input_left_) {  // (only a yield leaves input with nothing produced)
       blocked_ = Wait::none;  // with has_buffered_input(): called again after the loop's other work
       ec = asio::error::would_block;
@@ -261,7 +261,7 @@ class WebSocketTransport final : public StreamTransport {
 
   Wait blocked_on() const override { return blocked_; }
   bool has_buffered_input() const override {
-    return end_.has_value() || signal_.has_value() || input_left_ || lower_->has_buffered_input();
+    return input_ == Input::ending || input_ == Input::ended || input_left_ || lower_->has_buffered_input();
   }
   End ended_in_band() const override { return in_band_end_; }
   bool has_buffered_output() const override { return pending_out() > 0 || lower_->has_buffered_output(); }
@@ -308,6 +308,10 @@ class WebSocketTransport final : public StreamTransport {
 
  private:
   enum class Phase { lower, head, open };
+  // Where the input is: frames read and decoded; ended in band (a close
+  // frame, a broken rule) and not yet said to the caller; said, the socket
+  // read and dropped to its end; the socket's end (or error), said on every read.
+  enum class Input { reading, ending, draining, ended };
 
   std::span<const std::byte> input() const noexcept { return {in_.data() + in_begin_, in_end_ - in_begin_}; }
   std::size_t pending_out() const noexcept { return output_.pending().size(); }
@@ -407,7 +411,7 @@ class WebSocketTransport final : public StreamTransport {
         // learnt of the close still goes first (a close sent now would drop it).
         peer_close_code_ = receiver_.close_code();
         in_band_end_ = End::closed_by_peer;
-        signal_ = asio::error::eof;
+        end_input(Input::ending, asio::error::eof);
         break;
       case ws::Receiver::Event::error: fail(static_cast<ws::Errc>(receiver_.error().value())); break;
       default: break;
@@ -418,6 +422,11 @@ class WebSocketTransport final : public StreamTransport {
     }
   }
 
+  void end_input(Input to, boost::system::error_code error) {
+    input_ = to;
+    input_error_ = error;
+  }
+
   // The peer broke the protocol or flooded: the close code is queued (on_event
   // flushes it), the exchange ends in band.
   void fail(ws::Errc e) {
@@ -425,7 +434,7 @@ class WebSocketTransport final : public StreamTransport {
     if ((e == ws::Errc::empty_frame_flood || e == ws::Errc::control_flood) && options_.stats)
       options_.stats->floods.fetch_add(1, std::memory_order_relaxed);
     in_band_end_ = End::protocol_error;
-    signal_ = make_error_code(e);
+    end_input(Input::ending, make_error_code(e));
   }
 
   // At most kMaxPingsPerSecond pings and pongs in the second that began with the first of them.
@@ -452,7 +461,7 @@ class WebSocketTransport final : public StreamTransport {
         return 0;
       }
       if (ec) {
-        end_ = ec;
+        end_input(Input::ended, ec);
         return 0;
       }
       ec = asio::error::would_block;
@@ -523,8 +532,8 @@ class WebSocketTransport final : public StreamTransport {
   std::deque<std::uint64_t> received_sizes_;  // mirror_incoming_messages: lengths of the messages still to echo
   std::optional<std::error_code> refusal_;
   End in_band_end_ = End::none;
-  std::optional<boost::system::error_code> signal_;  // the in-band end, for the next read_some
-  std::optional<boost::system::error_code> end_;
+  Input input_ = Input::reading;
+  boost::system::error_code input_error_;  // what ending and ended say
 };
 
 }  // namespace
