@@ -145,9 +145,6 @@ bool TcpConnection::transport_output_waiting() const {
 
 std::size_t TcpConnection::write_socket(boost::system::error_code& ec) {
   if (transport_) return transport_->write_some(gather_, ec);
-  // One buffer (a reply, a round trip's message) goes by send(2): the kernel
-  // copies in no message header and no vector.
-  if (gather_.size() == 1) return socket_.write_some(gather_.front(), ec);
   return socket_.write_some(gather_, ec);
 }
 
