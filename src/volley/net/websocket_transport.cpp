@@ -48,18 +48,13 @@ class SocketLayer final : public StreamTransport {
     return 0;
   }
   std::size_t write_some(std::span<const asio::const_buffer> buffers, boost::system::error_code& ec) override {
-    ssize_t n = 0;
-    if (buffers.size() == 1) {  // the transport's output, always: send(2) copies in no header and no vector
-      n = ::send(fd_, buffers[0].data(), buffers[0].size(), MSG_NOSIGNAL);
-    } else {
-      std::array<iovec, 64> iov;
-      const std::size_t count = std::min(buffers.size(), iov.size());
-      for (std::size_t i = 0; i < count; ++i) iov[i] = {const_cast<void*>(buffers[i].data()), buffers[i].size()};
-      msghdr message{};
-      message.msg_iov = iov.data();
-      message.msg_iovlen = count;
-      n = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
-    }
+    std::array<iovec, 64> iov;  // (only the first `count` are set and read)
+    const std::size_t count = std::min(buffers.size(), iov.size());
+    for (std::size_t i = 0; i < count; ++i) iov[i] = {const_cast<void*>(buffers[i].data()), buffers[i].size()};
+    msghdr message{};
+    message.msg_iov = iov.data();
+    message.msg_iovlen = count;
+    const ssize_t n = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
     if (n >= 0) return static_cast<std::size_t>(n);
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
       blocked_ = Wait::write;
