@@ -97,15 +97,19 @@ def start_raw(argv_of_port, first_port):
     sys.exit(f"core_cost: no raw server would listen on ports {first_port}-{first_port + 49}")
 
 
+def raw_mode(busy, epoll):
+    """raw_pingpong's mode prefix: checked frames, spinning, sleeping in epoll_wait, or blocking."""
+    return "busy-checked-" if busy else "epoll-checked-" if epoll else "checked-"
+
+
 def raw_client(busy, port, epoll=False):
-    prefix = "busy-checked-" if busy else "epoll-checked-" if epoll else "checked-"
-    return run([f"{NEW}/raw_pingpong", prefix + "client", str(port), "1.5", "37", "37"], CCPU)["p50_us"]
+    return run([f"{NEW}/raw_pingpong", raw_mode(busy, epoll) + "client", str(port), "1.5", "37", "37"], CCPU)["p50_us"]
 
 
 def raw_rtt(busy, port, epoll_server=False, epoll_client=False):
     # Checked frames either way: the XOR of the payload on both sides, the same work as Volley's.
     # epoll_*: that side sleeps in epoll_wait before each read, as any event loop does.
-    prefix = "busy-checked-" if busy else "epoll-checked-" if epoll_server else "checked-"
+    prefix = raw_mode(busy, epoll_server)
     s, port = start_raw(lambda at: [f"{NEW}/raw_pingpong", prefix + "server", str(at), "37", "37"], port)
     p50 = raw_client(busy, port, epoll_client)
     s.wait(timeout=30)
