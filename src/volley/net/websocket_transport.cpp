@@ -1,17 +1,12 @@
 // The WebSocket transport: the upgrade as its handshake, then frames both
 // ways through the layer below (the socket, or TLS for wss). Frames come in
-// through wire::websocket::Receiver and go out of a WebSocketOutput.
+// through wire::websocket::Receiver; the caller's bytes become messages in
+// OutgoingMessages and go out of a WebSocketOutput.
 #include <volley/net/websocket.hpp>
 
-#include <sys/socket.h>
-#include <sys/uio.h>
-
 #include <algorithm>
-#include <array>
-#include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <deque>
 #include <optional>
 #include <vector>
 
@@ -19,7 +14,9 @@
 
 #include <volley/wire/websocket.hpp>
 
+#include "socket_layer.hpp"
 #include "websocket_handshake.hpp"
+#include "websocket_messages.hpp"
 #include "websocket_output.hpp"
 
 namespace volley::net {
@@ -28,51 +25,6 @@ namespace {
 namespace asio = boost::asio;
 namespace ws = wire::websocket;
 using Wait = StreamTransport::Wait;
-
-// The layer under a ws (not wss) transport: the socket itself.
-class SocketLayer final : public StreamTransport {
- public:
-  void attach(int fd) override { fd_ = fd; }
-  Wait handshake(boost::system::error_code&) override { return Wait::none; }
-  std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec) override {
-    const ssize_t n = ::recv(fd_, buffer.data(), buffer.size(), 0);
-    if (n > 0) return static_cast<std::size_t>(n);
-    if (n == 0) {
-      ec = asio::error::eof;
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      blocked_ = Wait::read;
-      ec = asio::error::would_block;
-    } else {
-      ec = {errno, boost::system::system_category()};
-    }
-    return 0;
-  }
-  std::size_t write_some(std::span<const asio::const_buffer> buffers, boost::system::error_code& ec) override {
-    std::array<iovec, 64> iov;  // (only the first `count` are set and read)
-    const std::size_t count = std::min(buffers.size(), iov.size());
-    for (std::size_t i = 0; i < count; ++i) iov[i] = {const_cast<void*>(buffers[i].data()), buffers[i].size()};
-    msghdr message{};
-    message.msg_iov = iov.data();
-    message.msg_iovlen = count;
-    const ssize_t n = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
-    if (n >= 0) return static_cast<std::size_t>(n);
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      blocked_ = Wait::write;
-      ec = asio::error::would_block;
-    } else {
-      ec = {errno, boost::system::system_category()};
-    }
-    return 0;
-  }
-  Wait blocked_on() const override { return blocked_; }
-  bool has_buffered_input() const override { return false; }
-  void shutdown_send() override {}
-  std::string describe() const override { return "TCP"; }
-
- private:
-  int fd_ = -1;
-  Wait blocked_ = Wait::none;
-};
 
 class WebSocketTransport final : public StreamTransport {
  public:
@@ -86,11 +38,12 @@ class WebSocketTransport final : public StreamTransport {
   WebSocketTransport(WebSocketRole role, WebSocketOptions options, std::unique_ptr<StreamTransport> tls)
       : role_(role),
         options_(std::move(options)),
-        lower_(tls ? std::move(tls) : std::make_unique<SocketLayer>()),
-        over_tls_(dynamic_cast<SocketLayer*>(lower_.get()) == nullptr),
+        lower_(tls ? std::move(tls) : std::make_unique<detail::SocketLayer>()),
+        over_tls_(dynamic_cast<detail::SocketLayer*>(lower_.get()) == nullptr),
         receiver_(role == WebSocketRole::server, options_.max_message_size),
         in_(kInputBuffer),
-        output_(role == WebSocketRole::client) {
+        output_(role == WebSocketRole::client),
+        messages_(options_) {
     receiver_.report_message_ends(options_.mirror_incoming_messages);
     if (role_ == WebSocketRole::client) key_ = detail::make_client_key();
   }
@@ -242,13 +195,7 @@ class WebSocketTransport final : public StreamTransport {
     for (const auto& b : buffers) total += b.size();
     if (total == 0) return 0;
     if (close_sent_) return total;  // no message may follow a close frame: what comes after it is dropped
-    if (options_.mirror_incoming_messages) {
-      frame_as_received(buffers);
-    } else if (options_.message_size) {
-      frame_by_boundaries(buffers);
-    } else {
-      output_.append_stream(buffers, total);
-    }
+    messages_.write(buffers, total, receiver_.in_message(), output_);
     boost::system::error_code send_error;
     if (!flush_out(send_error) && send_error) ec = send_error;  // taken, but the connection is broken
     return ec ? 0 : total;
@@ -337,46 +284,6 @@ class WebSocketTransport final : public StreamTransport {
     return reason;
   }
 
-  // One message per message received, as long: the caller's bytes wait in
-  // pending_ until the next received message's length of them is there.
-  void frame_as_received(std::span<const asio::const_buffer> buffers) {
-    for (const auto& b : buffers) {
-      const auto* p = static_cast<const std::byte*>(b.data());
-      pending_.insert(pending_.end(), p, p + b.size());
-    }
-    std::size_t at = 0;
-    while (!received_sizes_.empty() && received_sizes_.front() <= pending_.size() - at) {
-      output_.append_binary(pending_.data() + at, static_cast<std::size_t>(received_sizes_.front()));
-      at += static_cast<std::size_t>(received_sizes_.front());
-      received_sizes_.pop_front();
-    }
-    // Bytes of a message still arriving wait for its end; bytes beyond every
-    // message received (a server that says something of its own) go as one.
-    if (received_sizes_.empty() && !receiver_.in_message() && at < pending_.size()) {
-      output_.append_binary(pending_.data() + at, pending_.size() - at);
-      at = pending_.size();
-    }
-    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(at));
-  }
-
-  // One message per protocol frame: the caller's bytes wait in pending_ until
-  // their frame is whole.
-  void frame_by_boundaries(std::span<const asio::const_buffer> buffers) {
-    for (const auto& b : buffers) {
-      const auto* p = static_cast<const std::byte*>(b.data());
-      pending_.insert(pending_.end(), p, p + b.size());
-    }
-    std::size_t at = 0;
-    while (at < pending_.size()) {
-      const std::span<const std::byte> rest(pending_.data() + at, pending_.size() - at);
-      const std::size_t n = options_.message_size(rest);
-      if (n == 0 || n > rest.size()) break;
-      output_.append_binary(rest.data(), n);
-      at += n;
-    }
-    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(at));
-  }
-
   void on_event(ws::Receiver::Event event) {
     switch (event) {
       case ws::Receiver::Event::ping:
@@ -394,11 +301,7 @@ class WebSocketTransport final : public StreamTransport {
         }
         break;
       case ws::Receiver::Event::message_end:
-        if (received_sizes_.size() >= kMaxUnansweredMessages) {
-          fail(ws::Errc::unanswered_messages);
-        } else {
-          received_sizes_.push_back(receiver_.last_message_size());
-        }
+        if (!messages_.received(receiver_.last_message_size())) fail(ws::Errc::unanswered_messages);
         break;
       case ws::Receiver::Event::close:
         // The messages end here (a clean end). The answer, with the same code,
@@ -509,7 +412,7 @@ class WebSocketTransport final : public StreamTransport {
   std::vector<std::byte> in_;
   std::size_t in_begin_ = 0, in_end_ = 0;
   detail::WebSocketOutput output_;
-  std::vector<std::byte> pending_;
+  detail::OutgoingMessages messages_;
   Wait blocked_ = Wait::none;
   // The last read turn ended with input still to decode or read (the caller's
   // buffer filled, answers waiting for room, or kMaxReadTurn): the loop comes back.
@@ -524,7 +427,6 @@ class WebSocketTransport final : public StreamTransport {
   };
   std::optional<Farewell> goodbye_;  // why this end closes (say_goodbye), for its close frame
   std::uint64_t pongs_ = 0;
-  std::deque<std::uint64_t> received_sizes_;  // mirror_incoming_messages: lengths of the messages still to echo
   std::optional<std::error_code> refusal_;
   End in_band_end_ = End::none;
   Input input_ = Input::reading;
