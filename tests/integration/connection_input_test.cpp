@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/post.hpp>
@@ -42,6 +43,7 @@ struct Record {
   std::vector<Input::Kind> kinds;
   std::vector<net::CloseReason::Kind> endings;
   std::atomic<std::size_t> bytes_read{0};
+  std::shared_ptr<net::TcpConnection> held;  // Style::holding: the connection whose reading is paused
 
   // Waits up to 10 s for the server to have read `n` bytes in all.
   bool wait_read(std::size_t n) {
@@ -65,11 +67,12 @@ struct Record {
 // after it. `pausing`: after each read, stops reading until the loop's next
 // turn (as a handler that waits for something else would). `silent`: reads
 // and answers nothing (a write would meet a reset and end the connection
-// whether or not the read path saw it).
+// whether or not the read path saw it). `holding`: silent, and after its
+// first read pauses reading until the test resumes it (Record::held).
 class InputEcho final : public net::StreamHandler {
  public:
   static constexpr std::size_t kBuffer = 4096;
-  enum class Style { plain, slow, pausing, silent };
+  enum class Style { plain, slow, pausing, silent, holding };
   InputEcho(Record& record, Style style) : record_(record), style_(style) {}
 
   std::span<std::byte> read_buffer() override {
@@ -80,8 +83,14 @@ class InputEcho final : public net::StreamHandler {
     record_.kinds.push_back(Input::kind_of(c));
   }
   void on_data(net::TcpConnection& c, std::size_t n) override {
+    if (style_ == Style::holding && !held_) {
+      held_ = true;
+      c.pause_reading();
+      const std::lock_guard lock(record_.mutex);
+      record_.held = c.shared_from_this();
+    }
     record_.bytes_read += n;
-    if (style_ == Style::silent) return;
+    if (style_ == Style::silent || style_ == Style::holding) return;
     if (style_ == Style::slow) std::this_thread::sleep_for(200us);
     c.send(std::span(buffer_).first(n));
     if (style_ == Style::pausing) {
@@ -97,6 +106,7 @@ class InputEcho final : public net::StreamHandler {
  private:
   Record& record_;
   Style style_;
+  bool held_ = false;
   std::array<std::byte, kBuffer> buffer_{};
 };
 
@@ -123,6 +133,8 @@ class ConnectionInputs : public ::testing::TestWithParam<Input::Kind> {
       if (const std::string problem = net::io_uring_receive_problem(); !problem.empty()) GTEST_SKIP() << problem;
     }
   }
+  // A connection a failed test left held goes while its server still exists.
+  void TearDown() override { record_.held.reset(); }
 
   // Every connection the server made used the input under test.
   void expect_every_connection_used_it(std::size_t connections) {
@@ -272,6 +284,36 @@ TEST_P(ConnectionInputs, APausedConnectionReadsWhatCameWhenItResumes) {
   }
   EXPECT_EQ(echoed, kBytes);
   expect_every_connection_used_it(1);
+}
+
+// Bytes and the peer's end that come while reading is paused: the loop sees
+// their edge with nothing waiting for input. Resumed, the connection must
+// read the bytes and then the end, not wait for an edge that has passed.
+TEST_P(ConnectionInputs, TheEndThatCameWhileReadingWasPausedIsSeenOnResuming) {
+  net::Server& server = serve(InputEcho::Style::holding);
+  ServerThread running(server);
+  const std::array<std::byte, 3> hello{std::byte{1}, std::byte{2}, std::byte{3}};
+  constexpr std::size_t kRounds = 4;
+  for (std::size_t round = 0; round < kRounds; ++round) {
+    RawClient socket(server.port());
+    socket.send(hello);
+    ASSERT_TRUE(record_.wait_read((2 * round + 1) * hello.size())) << round;  // read once, and paused
+    socket.send(hello);
+    socket.shutdown_write();
+    std::this_thread::sleep_for(50ms);  // the loop, idle, takes the edge meanwhile
+    std::shared_ptr<net::TcpConnection> connection;
+    {
+      const std::lock_guard lock(record_.mutex);
+      connection = std::exchange(record_.held, nullptr);
+    }
+    ASSERT_NE(connection, nullptr) << round;
+    asio::post(connection->get_executor(), [connection] { connection->resume_reading(); });
+    ASSERT_TRUE(record_.wait_ended(round + 1)) << "round " << round << ": the end that came while paused was missed";
+    ASSERT_EQ(record_.bytes_read.load(), (2 * round + 2) * hello.size()) << round;
+  }
+  expect_every_connection_used_it(kRounds);
+  const std::lock_guard lock(record_.mutex);
+  for (const auto kind : record_.endings) EXPECT_EQ(kind, net::CloseReason::Kind::peer_closed) << net::to_string(kind);
 }
 
 // Connections that wait for input, however they wait, are closed by a stop.

@@ -173,7 +173,7 @@ std::unique_ptr<ConnectionInput> make_reactor_input(asio::ip::tcp::socket& socke
 }
 
 std::unique_ptr<ConnectionInput> make_readiness_input(asio::ip::tcp::socket& socket) {
-  if (auto edge = make_edge_input(socket)) return edge;
+  if (auto edge = make_edge_input(socket, EdgeReader::connection)) return edge;
   return make_reactor_input(socket);
 }
 
@@ -187,7 +187,8 @@ std::unique_ptr<ConnectionInput> ConnectionInput::make_for(asio::ip::tcp::socket
     if (SpinReaders* const spin = SpinReaders::of(socket.get_executor()))
       return std::make_unique<TransportInput>(socket, *transport, std::make_unique<SpinInput>(*spin, socket, false),
                                               nullptr, spin);
-    return std::make_unique<TransportInput>(socket, *transport, make_reactor_input(socket), make_edge_input(socket),
+    return std::make_unique<TransportInput>(socket, *transport, make_reactor_input(socket),
+                                            make_edge_input(socket, EdgeReader::transport),
                                             nullptr);
   }
   // The ring's completions are the input: nothing to spin on.

@@ -78,8 +78,13 @@ const char* to_string(ConnectionInput::Kind kind) noexcept;
 
 // The reactor's wait and a plain receive.
 std::unique_ptr<ConnectionInput> make_reactor_input(boost::asio::ip::tcp::socket& socket);
+// Who reads a socket whose input the edge wait announces.
+enum class EdgeReader {
+  connection,  // the connection, through the edge input's read_some()
+  transport,   // a transport, which must know when it has read the socket dry (TCP_INQ on)
+};
 // The edge wait (edge_read_wait.cpp), or null where it cannot run for `socket`.
-std::unique_ptr<ConnectionInput> make_edge_input(boost::asio::ip::tcp::socket& socket);
+std::unique_ptr<ConnectionInput> make_edge_input(boost::asio::ip::tcp::socket& socket, EdgeReader reader);
 // The edge wait where it can run, else the reactor's.
 std::unique_ptr<ConnectionInput> make_readiness_input(boost::asio::ip::tcp::socket& socket);
 

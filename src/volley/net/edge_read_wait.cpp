@@ -4,7 +4,7 @@
 
 namespace volley::net::detail {
 // Asio's backend here is not epoll: connections wait with async_wait.
-std::unique_ptr<ConnectionInput> make_edge_input(boost::asio::ip::tcp::socket&) { return nullptr; }
+std::unique_ptr<ConnectionInput> make_edge_input(boost::asio::ip::tcp::socket&, EdgeReader) { return nullptr; }
 }  // namespace volley::net::detail
 
 #else
@@ -22,24 +22,85 @@ std::unique_ptr<ConnectionInput> make_edge_input(boost::asio::ip::tcp::socket&) 
 #include <volley/net/tcp_connection.hpp>
 
 #include "asio_socket_internals.hpp"
-#include "tcp_inq.hpp"
+#include "tcp_inq.hpp"  // receive_result
 
 namespace volley::net::detail {
 
 namespace asio = boost::asio;
 
-std::unique_ptr<ConnectionInput> make_edge_input(asio::ip::tcp::socket& socket) {
+namespace {
+
+using Reactor = asio::detail::epoll_reactor;
+
+// Asio keeps the reactor's epoll descriptor, a registration's events and
+// what an edge reported out of reach. Pointers to the three members are
+// named here through explicit instantiations, where access is not checked.
+template <class Tag, typename Tag::type Member>
+struct PrivateMember {
+  friend typename Tag::type member_of(Tag) { return Member; }
+};
+struct EpollDescriptor {
+  using type = int Reactor::*;
+  friend type member_of(EpollDescriptor);
+};
+struct RegisteredEvents {
+  using type = std::uint32_t Reactor::descriptor_state::*;
+  friend type member_of(RegisteredEvents);
+};
+struct TaskResult {
+  using type = unsigned int asio::detail::scheduler_operation::*;
+  friend type member_of(TaskResult);
+};
+template struct PrivateMember<EpollDescriptor, &Reactor::epoll_fd_>;
+template struct PrivateMember<RegisteredEvents, &Reactor::descriptor_state::registered_events_>;
+template struct PrivateMember<TaskResult, &asio::detail::scheduler_operation::task_result_>;
+
+using DescriptorState = Reactor::descriptor_state;
+
+// What the reactor reported for the socket's latest edge (Asio hands the
+// events to the descriptor's operation as its result). A C-style cast
+// reaches the descriptor state's (private) operation base.
+std::uint32_t reported_events(asio::ip::tcp::socket& socket) {
+  const auto* state = (const asio::detail::scheduler_operation*)SocketInternals::of(socket).reactor_data_;  // NOLINT
+  return state != nullptr ? state->*member_of(TaskResult{}) : 0;
+}
+
+// Adds EPOLLRDHUP to the socket's registration, and to the events Asio
+// starts from when it changes the registration later (for a write's wait).
+// Done as the connection is made, before any operation is queued on the
+// socket, so nothing else touches the registration meanwhile.
+bool report_the_peers_end(Reactor& reactor, asio::ip::tcp::socket& socket) {
+  auto* state = SocketInternals::of(socket).reactor_data_;
+  if (state == nullptr) return false;
+  std::uint32_t& registered = state->*member_of(RegisteredEvents{});
+  epoll_event event{};
+  event.events = registered | EPOLLRDHUP;
+  event.data.ptr = state;
+  if (::epoll_ctl(reactor.*member_of(EpollDescriptor{}), EPOLL_CTL_MOD, socket.native_handle(), &event) != 0)
+    return false;
+  registered |= EPOLLRDHUP;
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<ConnectionInput> make_edge_input(asio::ip::tcp::socket& socket, EdgeReader reader) {
   // A strand (the thread-pool design) is not a loop's own executor.
   const auto* own = socket.get_executor().target<asio::io_context::executor_type>();
-  if (own == nullptr) return nullptr;
+  if (own == nullptr || !socket.is_open()) return nullptr;
   asio::io_context& loop = own->context();
   if (asio::use_service<asio::detail::scheduler>(loop).concurrency_hint() != 1) return nullptr;
-  // Without the kernel's count of what is left, a short read cannot tell "dry"
-  // from "stopped at the end".
-  const int on = 1;
-  if (!socket.is_open() || ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on) != 0)
-    return nullptr;
-  return std::make_unique<EdgeReadWait>(asio::use_service<asio::detail::reactor>(loop), socket);
+  Reactor& reactor = asio::use_service<Reactor>(loop);
+  if (reader == EdgeReader::connection) {
+    // A short read cannot tell "dry" from "stopped at the end" by itself:
+    // the edge that brought the end says it.
+    if (!report_the_peers_end(reactor, socket)) return nullptr;
+  } else {
+    // The transport's receives ask the kernel what they left.
+    const int on = 1;
+    if (::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on) != 0) return nullptr;
+  }
+  return std::make_unique<EdgeReadWait>(reactor, socket);
 }
 
 EdgeReadWait::EdgeReadWait(asio::detail::reactor& reactor, asio::ip::tcp::socket& socket)
@@ -48,13 +109,15 @@ EdgeReadWait::EdgeReadWait(asio::detail::reactor& reactor, asio::ip::tcp::socket
       socket_(socket) {}
 
 std::size_t EdgeReadWait::read_some(std::span<std::byte> buffer, boost::system::error_code& ec) {
-  int left = -1;
-  const ssize_t n = receive_counting_left(socket_.native_handle(), buffer.data(), buffer.size(), left);
+  ssize_t n;
+  do {
+    n = ::recv(socket_.native_handle(), buffer.data(), buffer.size(), 0);  // the socket is non-blocking
+  } while (n < 0 && errno == EINTR);
   const std::size_t read = receive_result(n, buffer.size(), ec);
-  // No count (never expected with TCP_INQ on): assume more, so the
-  // connection reads again and waits only after a read that finds nothing.
-  // The kernel counts an end still to be read as 1.
-  left_over_ = !ec && left != 0;
+  // A full buffer may have left more; a short read left the socket dry unless
+  // the end (or an error) had come: its edge said so, and it is still to be
+  // read. (One that comes after this read raises an edge of its own.)
+  left_over_ = !ec && (read == buffer.size() || (reported_events(socket_) & (EPOLLRDHUP | EPOLLERR | EPOLLHUP)) != 0);
   return read;
 }
 
@@ -74,15 +137,11 @@ void EdgeReadWait::wait(std::shared_ptr<TcpConnection> connection) {
 asio::detail::reactor_op::status EdgeReadWait::perform(asio::detail::reactor_op* base) {
   auto* self = static_cast<EdgeReadWait*>(base);
   if (!self->queued_) return not_done;
-  // Called from the reactor for the edge it just reported, whose events the
-  // socket's descriptor state still holds (Asio passes them on as the
-  // operation's result). A reset or error that came with bytes, under the
-  // same edge, is noted: the bytes' read will come back short with nothing
-  // left, yet the socket still has the error to give.
-  auto& socket = SocketInternals::of(self->socket_);
-  // A C-style cast reaches the descriptor state's (private) operation base.
-  const auto* state = (const asio::detail::scheduler_operation*)socket.reactor_data_;  // NOLINT
-  if (state != nullptr && (state->*(&EdgeReadWait::task_result_) & (EPOLLERR | EPOLLHUP)) != 0) self->hung_up_ = true;
+  // Called from the reactor for the edge it just reported. The peer's end,
+  // a reset or an error that came with bytes, under the same edge, is noted:
+  // the bytes' read will come back short with nothing left (a transport's
+  // too), yet the socket still has the end or the error to give.
+  if ((reported_events(self->socket_) & (EPOLLRDHUP | EPOLLERR | EPOLLHUP)) != 0) self->hung_up_ = true;
   return done;
 }
 

@@ -18,20 +18,26 @@
 //   edge between that read and the wait.
 // "Read dry" needs care: a read that comes back short may have stopped at
 // the peer's end (or an error) that arrived with the bytes, under the same
-// edge, and no edge follows. So the connection reads through read_some()
-// below, with TCP_INQ on: the kernel says with each read how much is left,
-// and counts an end that is still to be read as something left. Only a read
-// that leaves nothing makes the connection wait. A reset or error has no
-// such count; the edge that brings one reports EPOLLERR or EPOLLHUP, which the
-// wait notes, and the connection then reads until the socket gives the error.
+// edge, and no edge follows. The socket's registration asks epoll for
+// EPOLLRDHUP too, so an edge reported after the end arrived says so, as one
+// that brings a reset or error says EPOLLERR or EPOLLHUP. The connection reads
+// through read_some() below, a plain receive: a read that fills the buffer,
+// or comes after an edge that reported the end or an error, is followed by
+// another; any other short read left the socket dry, since what arrives
+// after it raises an edge of its own, reported with the end if the end has
+// come. (recv, not recvmsg with the kernel's count, TCP_INQ, which an earlier
+// version asked for: 0.3-0.4 us less a read on this project's VM.)
+// A transport reads the socket itself and must know when it read it dry:
+// for one, TCP_INQ is turned on instead (EdgeReader::transport).
 //
 // This reaches into Asio's epoll reactor (its detail:: operations, the
 // socket's registration, the events an edge reported), so it is compiled only
 // for the Asio it was written and tested against (Boost 1.81, Debian
 // bookworm's). Where it is another Asio, or its backend is not epoll, or the
-// loop is not one thread's (a thread pool, a strand), or the kernel has no
-// TCP_INQ (before 4.18), make_edge_input() gives null and the connection
-// uses the reactor's wait (connection_input.hpp).
+// loop is not one thread's (a thread pool, a strand), or the kernel refuses
+// EPOLLRDHUP (before 2.6.17) or, for a transport, TCP_INQ (before 4.18),
+// make_edge_input() gives null and the connection uses the reactor's wait
+// (connection_input.hpp).
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -63,8 +69,8 @@ class EdgeReadWait final : public boost::asio::detail::reactor_op, public Connec
 
   Kind kind() const noexcept override { return Kind::edge; }
   // One non-blocking read of the socket (errors as Asio's read_some gives
-  // them: eof, would_block, ...). left_over() then says whether the kernel
-  // holds more input, or the end, after it: read again instead of waiting.
+  // them: eof, would_block, ...). left_over() then says whether the socket
+  // may hold more input, or the end, after it: read again instead of waiting.
   std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec) override;
   bool left_over() const noexcept override { return left_over_ || hung_up_; }
 
@@ -85,7 +91,7 @@ class EdgeReadWait final : public boost::asio::detail::reactor_op, public Connec
   // once: "not yet". Only an edge reported later completes it.
   bool queued_ = false;
   bool left_over_ = false;
-  // The reactor reported an error or hang-up: read until the socket says so.
+  // The reactor reported the peer's end, an error or a hang-up: read until the socket says so.
   bool hung_up_ = false;
 };
 
