@@ -55,8 +55,6 @@ template struct PrivateMember<EpollDescriptor, &Reactor::epoll_fd_>;
 template struct PrivateMember<RegisteredEvents, &Reactor::descriptor_state::registered_events_>;
 template struct PrivateMember<TaskResult, &asio::detail::scheduler_operation::task_result_>;
 
-using DescriptorState = Reactor::descriptor_state;
-
 // What the reactor reported for the socket's latest edge (Asio hands the
 // events to the descriptor's operation as its result). A C-style cast
 // reaches the descriptor state's (private) operation base.
