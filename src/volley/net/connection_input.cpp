@@ -47,11 +47,11 @@ class ReactorInput final : public ConnectionInput {
 // the connections that find no place among them. Every read is a plain
 // receive: a spinning connection reads again on the next turn, and a waiting
 // one is woken by a wait that also reports input already there, so no read
-// needs to know what it left. The edge wait's count of it (TCP_INQ) is work
-// in every receive, even one without room for the count (about 0.05 us a
-// read here, 0.13 us with the room: bench/micro/tcp_inq_bench.cpp), on the
-// very read a round trip waits for; its saving, one epoll_ctl a wait, is CPU
-// a spinning loop spends on spinning anyway. So these sockets never turn it on.
+// needs to know what it left. The kernel's count of it (TCP_INQ, which the
+// edge wait turns on under a transport) is work in every receive, even one
+// without room for the count (about 0.05 us a read here, 0.13 us with the
+// room: bench/micro/tcp_inq_bench.cpp), on the very read a round trip waits
+// for. So these sockets never turn it on.
 // With `plain` (plain TCP: a transport reads the socket itself, and with none
 // the connection's only Asio operations on the socket are its writes that
 // wait, which call use_reactor() first), a spinning socket also leaves the
@@ -151,8 +151,8 @@ class TransportInput final : public ConnectionInput {
     return n;
   }
   bool worth_reading() override { return transport_.worth_reading(); }
-  // The edge wait's own "left over" is an error or hang-up it saw with the
-  // last edge: the transport reads on until the socket gives it.
+  // The edge wait's own "left over" is the peer's end, an error or a hang-up
+  // it saw with the last edge: the transport reads on until the socket gives it.
   bool left_over() const noexcept override {
     return transport_.has_buffered_input() || (edge_ && edge_->left_over());
   }
