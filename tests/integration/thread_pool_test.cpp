@@ -3,7 +3,11 @@
 // every message of many clients at once, the shutdown closes every
 // connection on its own strand, and the acceptor's per-worker bookkeeping
 // holds (run under ThreadSanitizer by `make tsan`).
+#include <array>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +17,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
+#include <volley/net/loop_pool.hpp>
 #include <volley/net/server.hpp>
 #include <volley/net/session.hpp>
 #include <volley/wire/checked.hpp>
@@ -171,6 +176,53 @@ TEST_P(SerialExecutor, RunsTheObjectsHandlersOneAtATimeAndItsStopBeforeRunReturn
 INSTANTIATE_TEST_SUITE_P(ThreadPoolDesign, SerialExecutor,
                          ::testing::Values(net::Design::loop_per_thread, net::Design::thread_pool),
                          [](const auto& info) { return std::string(net::to_string(info.param)) == "thread-pool" ? "ThreadPool" : "LoopPerThread"; });
+
+// LoopPool::run(): a client whose main thread would only wait runs the
+// first loop itself. Each loop of the loop-per-thread design is run by one
+// thread, the first by the caller's, and run() returns once every loop has
+// run out of work.
+TEST(ThreadPoolDesign, RunGivesTheFirstLoopToTheCallingThreadAndEachOtherLoopAThreadOfItsOwn) {
+  net::LoopPool loops(3);
+  std::array<std::thread::id, 3> ran_on{};
+  std::atomic<int> ran{0};
+  for (std::size_t i = 0; i < 3; ++i)
+    boost::asio::post(loops.loop(i), [&ran_on, &ran, i] {
+      ran_on[i] = std::this_thread::get_id();
+      ran.fetch_add(1);
+    });
+  loops.release();
+  loops.run();
+  ASSERT_EQ(ran.load(), 3) << "run() returned before every loop had run its work";
+  EXPECT_EQ(ran_on[0], std::this_thread::get_id());
+  EXPECT_NE(ran_on[1], std::this_thread::get_id());
+  EXPECT_NE(ran_on[2], std::this_thread::get_id());
+  EXPECT_NE(ran_on[1], ran_on[2]);
+}
+
+// In the thread-pool design the caller is one of the pool's threads: three
+// handlers that each wait for the other two to start all finish only when
+// three threads run the one loop at once, the caller's among them.
+TEST(ThreadPoolDesign, RunMakesTheCallingThreadOneOfThePoolsThreads) {
+  net::LoopPool loops(3, false, net::Design::thread_pool);
+  std::mutex lock;
+  std::condition_variable all_started;
+  std::set<std::thread::id> threads;
+  int started = 0, met = 0;
+  for (int i = 0; i < 3; ++i)
+    boost::asio::post(loops.loop(0), [&] {
+      std::unique_lock held(lock);
+      threads.insert(std::this_thread::get_id());
+      ++started;
+      all_started.notify_all();
+      // Bounded: with fewer threads than handlers the test fails instead of hanging.
+      if (all_started.wait_for(held, 5s, [&] { return started == 3; })) ++met;
+    });
+  loops.release();
+  loops.run();
+  EXPECT_EQ(met, 3) << "fewer than three threads ran the pool's loop";
+  EXPECT_EQ(threads.size(), 3u);
+  EXPECT_EQ(threads.count(std::this_thread::get_id()), 1u) << "the calling thread ran none of the handlers";
+}
 
 }  // namespace
 }  // namespace volley::test

@@ -122,9 +122,8 @@ int run_pingpong(const PingPongOptions& o) {
                o.shm.on ? " over shared memory" : transport ? " over " + listening_proto(o.tls.tls, o.ws) : std::string());
   for (std::size_t i = 0; i < clients; ++i)
     asio::post(loops.loop(i % loops.size()), [c = connections[i]] { c->start(); });
-  loops.start();
   loops.release();  // each loop returns once its sessions have closed
-  loops.join();
+  loops.run();      // the first on this thread: one client, one thread
 
   int status = 0;
   std::uint64_t mismatches = 0;

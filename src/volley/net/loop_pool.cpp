@@ -81,18 +81,31 @@ std::size_t LoopPool::next_index() noexcept {
   return i;
 }
 
-void LoopPool::start() {
-  for (std::size_t i = 0; i < threads_wanted_; ++i) {
-    threads_.emplace_back([ctx = &loop(i), busy = busy_poll_] {
-      try {
-        run_loop(*ctx, busy);
-      } catch (const std::exception& e) {
-        // A handler that throws is a bug; say so rather than let the thread die silently.
-        spdlog::critical("event loop stopped by an exception: {}", e.what());
-        throw;
-      }
-    });
+namespace {
+
+void run_reporting(boost::asio::io_context& loop, bool busy_poll) {
+  try {
+    run_loop(loop, busy_poll);
+  } catch (const std::exception& e) {
+    // A handler that throws is a bug; say so rather than let the thread die silently.
+    spdlog::critical("event loop stopped by an exception: {}", e.what());
+    throw;
   }
+}
+
+}  // namespace
+
+void LoopPool::start_threads(std::size_t first) {
+  for (std::size_t i = first; i < threads_wanted_; ++i)
+    threads_.emplace_back([ctx = &loop(i), busy = busy_poll_] { run_reporting(*ctx, busy); });
+}
+
+void LoopPool::start() { start_threads(0); }
+
+void LoopPool::run() {
+  start_threads(1);
+  run_reporting(loop(0), busy_poll_);
+  join();
 }
 
 void run_loop(boost::asio::io_context& loop, bool busy_poll) {
