@@ -3,6 +3,11 @@
 // tests, run once per way, on a server whose loop offers that way and no other.
 // A way that misses an edge, loses the end, drops bytes or strands a paused
 // connection fails here under its own name.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -24,6 +29,7 @@
 #include <volley/net/tcp_connection.hpp>
 
 #include "byte_echo.hpp"
+#include "links.hpp"
 #include "raw_client.hpp"
 #include "server_thread.hpp"
 #include "volley/net/connection_input.hpp"
@@ -314,6 +320,92 @@ TEST_P(ConnectionInputs, TheEndThatCameWhileReadingWasPausedIsSeenOnResuming) {
   expect_every_connection_used_it(kRounds);
   const std::lock_guard lock(record_.mutex);
   for (const auto kind : record_.endings) EXPECT_EQ(kind, net::CloseReason::Kind::peer_closed) << net::to_string(kind);
+}
+
+// A TLS client on a non-blocking socket, stepped by hand: the test decides
+// when its records and its end leave.
+class HandTlsClient {
+ public:
+  explicit HandTlsClient(int port) : socket_(port), transport_(client_transport(Link::tls)()) {
+    ::fcntl(socket_.fd(), F_SETFL, ::fcntl(socket_.fd(), F_GETFL) | O_NONBLOCK);
+    // Each record leaves at once: behind an unacknowledged one (the server's
+    // acknowledgements are delayed once it has answered), Nagle would hold
+    // it, and a reset would drop it unsent.
+    const int on = 1;
+    ::setsockopt(socket_.fd(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    transport_->attach(socket_.fd());
+  }
+  bool handshake() {
+    for (int step = 0; step < 500; ++step) {
+      boost::system::error_code ec;
+      const auto wait = transport_->handshake(ec);
+      if (ec) return false;
+      if (wait == net::StreamTransport::Wait::none) return true;
+      pollfd p{socket_.fd(), static_cast<short>(wait == net::StreamTransport::Wait::write ? POLLOUT : POLLIN), 0};
+      ::poll(&p, 1, 10);
+    }
+    return false;
+  }
+  // One record, all of it on the socket.
+  bool send(std::span<const std::byte> bytes) {
+    const asio::const_buffer piece(bytes.data(), bytes.size());
+    std::size_t taken = 0;
+    for (int step = 0; step < 500 && (taken < bytes.size() || transport_->has_buffered_output()); ++step) {
+      boost::system::error_code ec;
+      taken += transport_->write_some(taken < bytes.size() ? std::span(&piece, 1)
+                                                           : std::span<const asio::const_buffer>{}, ec);
+      if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return false;
+    }
+    return taken == bytes.size() && !transport_->has_buffered_output();
+  }
+  RawClient& socket() { return socket_; }
+
+ private:
+  RawClient socket_;
+  std::unique_ptr<net::StreamTransport> transport_;
+};
+
+// bytes_then_the_end under TLS: the transport reads the socket itself, and
+// its short read says nothing of the end (or reset) that came under the same
+// edge. The edge wait noted it as the edge came; the connection must read on.
+void a_record_then_the_end(net::Server& server, Record& record, bool reset) {
+  const std::array<std::byte, 3> hello{std::byte{1}, std::byte{2}, std::byte{3}};
+  constexpr std::size_t kRounds = 4;
+  for (std::size_t round = 0; round < kRounds; ++round) {
+    HandTlsClient client(server.port());
+    ASSERT_TRUE(client.handshake()) << round;
+    ASSERT_TRUE(client.send(hello)) << round;
+    ASSERT_TRUE(record.wait_read((2 * round + 1) * hello.size())) << round;  // open, and waiting for input
+    hold(server.workers().loop(0), 30ms);
+    ASSERT_TRUE(client.send(hello)) << round;
+    if (reset) {
+      client.socket().reset();
+    } else {
+      client.socket().shutdown_write();  // no close_notify: only the socket's end says it
+    }
+    ASSERT_TRUE(record.wait_ended(round + 1)) << "round " << round << ": the end that came with the record was missed";
+    ASSERT_EQ(record.bytes_read.load(), (2 * round + 2) * hello.size()) << round;
+  }
+}
+
+TEST_P(ConnectionInputs, UnderTlsARecordAndTheEndThatArriveTogetherAreBothSeen) {
+  net::ServerOptions options = offering(GetParam());
+  options.transport = server_transport(Link::tls);
+  net::Server& server = serve(InputEcho::Style::silent, options);
+  ServerThread running(server);
+  a_record_then_the_end(server, record_, false);
+  const std::lock_guard lock(record_.mutex);
+  for (const auto kind : record_.endings) EXPECT_EQ(kind, net::CloseReason::Kind::peer_closed) << net::to_string(kind);
+}
+
+TEST_P(ConnectionInputs, UnderTlsARecordAndAResetThatArriveTogetherAreBothSeen) {
+  net::ServerOptions options = offering(GetParam());
+  options.transport = server_transport(Link::tls);
+  net::Server& server = serve(InputEcho::Style::silent, options);
+  ServerThread running(server);
+  a_record_then_the_end(server, record_, true);
+  const std::lock_guard lock(record_.mutex);
+  for (const auto kind : record_.endings) EXPECT_EQ(kind, net::CloseReason::Kind::io_error) << net::to_string(kind);
 }
 
 // Connections that wait for input, however they wait, are closed by a stop.

@@ -111,12 +111,16 @@ std::size_t EdgeReadWait::read_some(std::span<std::byte> buffer, boost::system::
   do {
     n = ::recv(socket_.native_handle(), buffer.data(), buffer.size(), 0);  // the socket is non-blocking
   } while (n < 0 && errno == EINTR);
-  const std::size_t read = receive_result(n, buffer.size(), ec);
-  // A full buffer may have left more; a short read left the socket dry unless
-  // the end (or an error) had come: its edge said so, and it is still to be
-  // read. (One that comes after this read raises an edge of its own.)
-  left_over_ = !ec && (read == buffer.size() || (reported_events(socket_) & (EPOLLRDHUP | EPOLLERR | EPOLLHUP)) != 0);
-  return read;
+  return receive_result(n, buffer.size(), ec);
+}
+
+bool EdgeReadWait::left_over() const noexcept {
+  // A short read left the socket dry unless the end (or an error) had come:
+  // its edge said so, and no other edge follows. (What comes after the read
+  // raises an edge of its own.) The end's edge may have been taken by this
+  // wait or by Asio's, or come while nothing waited: the registration keeps
+  // the latest edge's events whoever took it.
+  return (reported_events(socket_) & (EPOLLRDHUP | EPOLLERR | EPOLLHUP)) != 0;
 }
 
 void EdgeReadWait::wait(std::shared_ptr<TcpConnection> connection) {
@@ -133,14 +137,9 @@ void EdgeReadWait::wait(std::shared_ptr<TcpConnection> connection) {
 }
 
 asio::detail::reactor_op::status EdgeReadWait::perform(asio::detail::reactor_op* base) {
-  auto* self = static_cast<EdgeReadWait*>(base);
-  if (!self->queued_) return not_done;
-  // Called from the reactor for the edge it just reported. The peer's end,
-  // a reset or an error that came with bytes, under the same edge, is noted:
-  // the bytes' read will come back short with nothing left (a transport's
-  // too), yet the socket still has the end or the error to give.
-  if ((reported_events(self->socket_) & (EPOLLRDHUP | EPOLLERR | EPOLLHUP)) != 0) self->hung_up_ = true;
-  return done;
+  // Called from the reactor for the edge it just reported, and by start_op()
+  // as the wait is queued, which must not complete it.
+  return static_cast<EdgeReadWait*>(base)->queued_ ? done : not_done;
 }
 
 void EdgeReadWait::complete(void* owner, asio::detail::scheduler_operation* base, const boost::system::error_code&,

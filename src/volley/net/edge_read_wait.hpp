@@ -28,7 +28,10 @@
 // come. (recv, not recvmsg with the kernel's count, TCP_INQ, which an earlier
 // version asked for: 0.3-0.4 us less a read on this project's VM.)
 // A transport reads the socket itself and must know when it read it dry:
-// for one, TCP_INQ is turned on instead (EdgeReader::transport).
+// for one, TCP_INQ is turned on too (EdgeReader::transport). The kernel
+// counts an end still to be read in it, not a reset: left_over() is asked
+// after a transport's reads as after the connection's own, whichever wait
+// (this one or Asio's) took the edge.
 //
 // This reaches into Asio's epoll reactor (its detail:: operations, the
 // socket's registration, the events an edge reported), so it is compiled only
@@ -69,10 +72,12 @@ class EdgeReadWait final : public boost::asio::detail::reactor_op, public Connec
 
   Kind kind() const noexcept override { return Kind::edge; }
   // One non-blocking read of the socket (errors as Asio's read_some gives
-  // them: eof, would_block, ...). left_over() then says whether the socket
-  // may hold more input, or the end, after it: read again instead of waiting.
+  // them: eof, would_block, ...).
   std::size_t read_some(std::span<std::byte> buffer, boost::system::error_code& ec) override;
-  bool left_over() const noexcept override { return left_over_ || hung_up_; }
+  // After a short read (this input's or a transport's): the socket's latest
+  // edge reported the peer's end, a reset or an error, which is still to be
+  // read. (A full read is followed by another anyway.)
+  bool left_over() const noexcept override;
 
   // Queues the wait; `connection` stays alive until it completes, then
   // ready(*connection, error) runs on the loop (operation_aborted when the
@@ -90,9 +95,6 @@ class EdgeReadWait final : public boost::asio::detail::reactor_op, public Connec
   // False while start() hands the operation to the reactor, which tries it at
   // once: "not yet". Only an edge reported later completes it.
   bool queued_ = false;
-  bool left_over_ = false;
-  // The reactor reported the peer's end, an error or a hang-up: read until the socket says so.
-  bool hung_up_ = false;
 };
 
 #endif
