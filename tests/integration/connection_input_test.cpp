@@ -368,7 +368,12 @@ class HandTlsClient {
 // bytes_then_the_end under TLS: the transport reads the socket itself, and
 // its short read says nothing of the end (or reset) that came under the same
 // edge. The edge wait noted it as the edge came; the connection must read on.
-void a_record_then_the_end(net::Server& server, Record& record, bool reset) {
+net::ServerOptions over_tls(net::ServerOptions options) {
+  options.transport = server_transport(Link::tls);
+  return options;
+}
+
+void a_record_then_the_end(net::Server& server, Record& record, bool reset, net::CloseReason::Kind expected) {
   const std::array<std::byte, 3> hello{std::byte{1}, std::byte{2}, std::byte{3}};
   constexpr std::size_t kRounds = 4;
   for (std::size_t round = 0; round < kRounds; ++round) {
@@ -386,26 +391,20 @@ void a_record_then_the_end(net::Server& server, Record& record, bool reset) {
     ASSERT_TRUE(record.wait_ended(round + 1)) << "round " << round << ": the end that came with the record was missed";
     ASSERT_EQ(record.bytes_read.load(), (2 * round + 2) * hello.size()) << round;
   }
+  const std::lock_guard lock(record.mutex);
+  for (const auto kind : record.endings) EXPECT_EQ(kind, expected) << net::to_string(kind);
 }
 
 TEST_P(ConnectionInputs, UnderTlsARecordAndTheEndThatArriveTogetherAreBothSeen) {
-  net::ServerOptions options = offering(GetParam());
-  options.transport = server_transport(Link::tls);
-  net::Server& server = serve(InputEcho::Style::silent, options);
+  net::Server& server = serve(InputEcho::Style::silent, over_tls(offering(GetParam())));
   ServerThread running(server);
-  a_record_then_the_end(server, record_, false);
-  const std::lock_guard lock(record_.mutex);
-  for (const auto kind : record_.endings) EXPECT_EQ(kind, net::CloseReason::Kind::peer_closed) << net::to_string(kind);
+  a_record_then_the_end(server, record_, false, net::CloseReason::Kind::peer_closed);
 }
 
 TEST_P(ConnectionInputs, UnderTlsARecordAndAResetThatArriveTogetherAreBothSeen) {
-  net::ServerOptions options = offering(GetParam());
-  options.transport = server_transport(Link::tls);
-  net::Server& server = serve(InputEcho::Style::silent, options);
+  net::Server& server = serve(InputEcho::Style::silent, over_tls(offering(GetParam())));
   ServerThread running(server);
-  a_record_then_the_end(server, record_, true);
-  const std::lock_guard lock(record_.mutex);
-  for (const auto kind : record_.endings) EXPECT_EQ(kind, net::CloseReason::Kind::io_error) << net::to_string(kind);
+  a_record_then_the_end(server, record_, true, net::CloseReason::Kind::io_error);
 }
 
 // Connections that wait for input, however they wait, are closed by a stop.
