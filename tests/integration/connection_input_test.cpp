@@ -3,11 +3,6 @@
 // tests, run once per way, on a server whose loop offers that way and no other.
 // A way that misses an edge, loses the end, drops bytes or strands a paused
 // connection fails here under its own name.
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -29,6 +24,7 @@
 #include <volley/net/tcp_connection.hpp>
 
 #include "byte_echo.hpp"
+#include "hand_tls_client.hpp"
 #include "links.hpp"
 #include "raw_client.hpp"
 #include "server_thread.hpp"
@@ -321,49 +317,6 @@ TEST_P(ConnectionInputs, TheEndThatCameWhileReadingWasPausedIsSeenOnResuming) {
   const std::lock_guard lock(record_.mutex);
   for (const auto kind : record_.endings) EXPECT_EQ(kind, net::CloseReason::Kind::peer_closed) << net::to_string(kind);
 }
-
-// A TLS client on a non-blocking socket, stepped by hand: the test decides
-// when its records and its end leave.
-class HandTlsClient {
- public:
-  explicit HandTlsClient(int port) : socket_(port), transport_(client_transport(Link::tls)()) {
-    ::fcntl(socket_.fd(), F_SETFL, ::fcntl(socket_.fd(), F_GETFL) | O_NONBLOCK);
-    // Each record leaves at once: behind an unacknowledged one (the server's
-    // acknowledgements are delayed once it has answered), Nagle would hold
-    // it, and a reset would drop it unsent.
-    const int on = 1;
-    ::setsockopt(socket_.fd(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-    transport_->attach(socket_.fd());
-  }
-  bool handshake() {
-    for (int step = 0; step < 500; ++step) {
-      boost::system::error_code ec;
-      const auto wait = transport_->handshake(ec);
-      if (ec) return false;
-      if (wait == net::StreamTransport::Wait::none) return true;
-      pollfd p{socket_.fd(), static_cast<short>(wait == net::StreamTransport::Wait::write ? POLLOUT : POLLIN), 0};
-      ::poll(&p, 1, 10);
-    }
-    return false;
-  }
-  // One record, all of it on the socket.
-  bool send(std::span<const std::byte> bytes) {
-    const asio::const_buffer piece(bytes.data(), bytes.size());
-    std::size_t taken = 0;
-    for (int step = 0; step < 500 && (taken < bytes.size() || transport_->has_buffered_output()); ++step) {
-      boost::system::error_code ec;
-      taken += transport_->write_some(taken < bytes.size() ? std::span(&piece, 1)
-                                                           : std::span<const asio::const_buffer>{}, ec);
-      if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return false;
-    }
-    return taken == bytes.size() && !transport_->has_buffered_output();
-  }
-  RawClient& socket() { return socket_; }
-
- private:
-  RawClient socket_;
-  std::unique_ptr<net::StreamTransport> transport_;
-};
 
 // bytes_then_the_end under TLS: the transport reads the socket itself, and
 // its short read says nothing of the end (or reset) that came under the same
