@@ -319,8 +319,9 @@ TEST_P(ConnectionInputs, TheEndThatCameWhileReadingWasPausedIsSeenOnResuming) {
 }
 
 // bytes_then_the_end under TLS: the transport reads the socket itself, and
-// its short read says nothing of the end (or reset) that came under the same
-// edge. The edge wait noted it as the edge came; the connection must read on.
+// its short read says nothing of a reset that came under the same edge (the
+// kernel's count, which the transport asks, has the end but not a reset).
+// The edge reported it, whichever wait took it: the connection must read on.
 net::ServerOptions over_tls(net::ServerOptions options) {
   options.transport = server_transport(Link::tls);
   return options;
