@@ -105,6 +105,11 @@ class UringReceiver::EdgeSignalWait final : public asio::detail::reactor_op {
   bool queued_ = false;  // false while start() hands it to the reactor, which tries it at once
   bool check_ = false;   // that try reads the eventfd
 };
+#else
+// Asio's backend here is not epoll (or not the Asio edge_read_wait.hpp
+// knows): the ring's eventfd is always watched with async_wait, and none of
+// these is made. Complete only for edge_wait_'s destructor.
+class UringReceiver::EdgeSignalWait {};
 #endif
 
 namespace {
@@ -302,7 +307,11 @@ void UringReceiver::give_back(std::uint16_t id) noexcept {
 
 void UringReceiver::wait_for_completions(bool drained) {
   watching_ = true;
+#if defined(VOLLEY_HAS_EDGE_READ_WAIT)
   if (edge_wait_ != nullptr) return edge_wait_->start(drained);
+#else
+  (void)drained;  // a level wait: nothing an edge could have taken
+#endif
   watch_.async_wait(asio::posix::stream_descriptor::wait_read,
                     [this](const boost::system::error_code& ec) { on_signal(ec); });
 }
@@ -366,7 +375,9 @@ void UringReceiver::shutdown() {
   down_ = true;
   boost::system::error_code ignored;
   watch_.close(ignored);
+#if defined(VOLLEY_HAS_EDGE_READ_WAIT)
   if (edge_wait_ != nullptr) edge_wait_->close();
+#endif
   // Ends every receive: the kernel refers to no read any more.
   if (state_ == State::open) io_uring_queue_exit(ring_.get());
   // Connections the receives kept alive go now; their reads must not call back.
